@@ -1,0 +1,128 @@
+"""The `hipport` command line: options, file selection, modes and exit codes. Porting logic lives elsewhere."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from hipport import __version__
+from hipport.engine import ConvertOptions
+from hipport.files import InputError, collect_sources
+from hipport.rules import RuleError, load_rules
+from hipport.runner import convert_tree, unified_diff
+from hipport.report.text import render_summary
+from hipport.summary import summarize
+
+EXIT_OK, EXIT_CHANGES, EXIT_USAGE, EXIT_FILES_FAILED = 0, 1, 2, 3
+_PROGRESS_MIN_FILES = 5
+
+
+def _fail(message: str) -> None:
+    click.echo(f"hipport: error: {message}", err=True)
+    sys.exit(EXIT_USAGE)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="hipport")
+def main() -> None:
+    """Port CUDA sources to HIP and flag what renaming alone cannot fix."""
+
+
+@main.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--output-dir", "-o", type=click.Path(path_type=Path, file_okay=False),
+              help="Write converted files under DIR, mirroring the input tree; sources are not touched. "
+                   "One input directory is mirrored as its contents; several inputs keep their own names.")
+@click.option("--diff", "diff_mode", is_flag=True, help="Print a unified diff on stdout; write nothing.")
+@click.option("--check", is_flag=True, help="Write nothing; exit 1 if any file would change (for CI).")
+@click.option("--stdout", "to_stdout", is_flag=True, help="Print the converted file on stdout (one file only).")
+@click.option("--roc", is_flag=True,
+              help="Prefer rocBLAS/rocRAND/rocSPARSE/rocSOLVER/MIOpen names over the hip* libraries where one exists.")
+@click.option("--exclude", multiple=True, metavar="GLOB",
+              help="Skip files and directories whose relative path or name matches GLOB (repeatable).")
+@click.option("--rules", "rule_dirs", multiple=True, type=click.Path(path_type=Path, file_okay=False),
+              metavar="DIR", help="Extra rule directory whose entries win over the built-in ones (repeatable).")
+@click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors.")
+@click.option("-v", "--verbose", is_flag=True, help="List every changed file, every finding and every name.")
+def convert(paths, output_dir, diff_mode, check, to_stdout, roc, exclude, rule_dirs, quiet, verbose):
+    """Convert CUDA sources under PATHS to HIP.
+
+    PATHS are files or directories; directories are searched for .cu .cuh .cpp .cc .cxx .c .h .hpp .hh .inl
+    .inc files (skipping .git). By default files are rewritten in place, atomically: a crash or Ctrl-C leaves
+    each file wholly old or wholly new. Converting converted code changes nothing.
+
+    \b
+    Exit status:
+      0  nothing to change, or every change written
+      1  --check found files that would change
+      2  usage error or malformed rule file
+      3  some files could not be read, lexed or written (each is named; the others were processed)
+    """
+    modes = [m for m, on in (("--output-dir", output_dir is not None), ("--diff", diff_mode),
+                             ("--check", check), ("--stdout", to_stdout)) if on]
+    if len(modes) > 1:
+        _fail(f"{' and '.join(modes)} cannot be combined; choose one mode")
+    try:
+        rules = load_rules(rule_dirs)
+        sources = collect_sources(list(paths), tuple(exclude))
+    except (RuleError, InputError) as exc:
+        _fail(str(exc))
+    if to_stdout and (len(sources) != 1 or not paths[0].is_file()):
+        _fail("--stdout takes exactly one source file")
+    if output_dir is not None:
+        _check_output_dir(output_dir, paths)
+    write = "outdir" if output_dir is not None else ("none" if (diff_mode or check or to_stdout) else "inplace")
+    err = Console(stderr=True, quiet=quiet, highlight=False)
+    options = ConvertOptions(roc=roc)
+
+    def emit(source, result):
+        if diff_mode and result.error is None:
+            sys.stdout.buffer.write(unified_diff(result, source.rel.as_posix() if output_dir else str(source.path)))
+        elif to_stdout and result.error is None:
+            sys.stdout.buffer.write(result.after)
+        if verbose and result.error is None:
+            for f in result.findings:
+                err.print(f"{result.path}:{f.line}:{f.col}: {f.severity} {f.rule_id}: {f.message}")
+            if result.changed:
+                err.print(f"{'would change' if write == 'none' else 'converted'}: {result.path}")
+
+    show_progress = err.is_terminal and not quiet and len(sources) > _PROGRESS_MIN_FILES and not (diff_mode or to_stdout)
+    if show_progress:
+        with Progress(TextColumn("converting"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                      console=err, transient=True) as progress:
+            task = progress.add_task("convert", total=len(sources))
+
+            def step(source, result):
+                emit(source, result)
+                progress.advance(task)
+
+            results = convert_tree(sources, rules, options, write=write, output_dir=output_dir, on_result=step)
+    else:
+        results = convert_tree(sources, rules, options, write=write, output_dir=output_dir, on_result=emit)
+    sys.stdout.flush()
+    summary = summarize(results)
+    if not to_stdout or verbose:
+        action = "would change" if write == "none" else "changed"
+        render_summary(err, summary, verbose=verbose, action=action)
+    elif summary.errors:
+        for e in summary.errors:
+            err.print(f"error: {e}")
+    if summary.files_failed:
+        sys.exit(EXIT_FILES_FAILED)
+    if check and summary.files_changed:
+        sys.exit(EXIT_CHANGES)
+    sys.exit(EXIT_OK)
+
+
+def _check_output_dir(output_dir: Path, inputs: tuple[Path, ...]) -> None:
+    out = output_dir.resolve()
+    if output_dir.exists() and not output_dir.is_dir():
+        _fail(f"{output_dir}: --output-dir must be a directory, and this is a file")
+    for p in inputs:
+        root = p.resolve()
+        if root.is_dir() and (out == root or root in out.parents):
+            _fail(f"{output_dir}: --output-dir is inside the input tree {p}; choose a directory outside it")

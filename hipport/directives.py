@@ -1,0 +1,129 @@
+"""Preprocessor structure of a token stream: where each directive starts and ends, and which
+conditional block it sits in. Raw lexing gives ``#`` and names as ordinary tokens; this puts them back together."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from hipport.scan import COMMENT, IDENT, KEYWORD, LITERAL, PUNCT, Lines, Tokens
+
+_OPENERS = {b"if", b"ifdef", b"ifndef"}
+_BRANCHES = {b"elif", b"else", b"elifdef", b"elifndef"}
+
+
+@dataclass(slots=True)
+class Directive:
+    name: bytes          # b"include", b"define", b"if", ... (b"" for a null directive)
+    first: int           # index of the `#` token
+    last: int            # index one past the directive's last token
+    start: int           # byte offset of the start of the line holding `#`
+    end: int             # byte offset one past the directive's last newline (or end of source)
+    block: tuple         # ids of the enclosing conditional blocks, outermost first
+
+
+@dataclass(slots=True)
+class Structure:
+    directives: list[Directive]
+    in_directive: bytearray  # per token: 1 when the token belongs to a directive line
+    guard: Directive | None  # the `#define` of an include guard, or `#pragma once`
+    guard_block: int | None  # the block id the guard opens (not counted as nesting)
+
+
+def _logical_line_end(src: bytes, lines: Lines, pos: int) -> int:
+    """Offset of the newline ending the line that holds ``pos``, following backslash continuations."""
+    end = lines.line_end(pos)
+    while end != -1:
+        k = end - 1
+        if k >= 0 and src[k] == 0x0D:
+            k -= 1
+        if k < 0 or src[k] != 0x5C:
+            return end
+        end = lines.line_end(end + 1)
+    return len(src)
+
+
+def _directive_end(src: bytes, tokens: Tokens, lines: Lines, first: int) -> tuple[int, int]:
+    """(index one past the directive's tokens, byte offset after its final newline)."""
+    starts, ends = tokens.starts, tokens.ends
+    limit = _logical_line_end(src, lines, starts[first])
+    j = first + 1
+    n = len(tokens)
+    while j < n and starts[j] < limit:
+        if ends[j] > limit:  # a block comment running over the newline carries the directive with it
+            limit = _logical_line_end(src, lines, ends[j])
+        j += 1
+    return j, min(limit + 1, len(src))
+
+
+def analyse(tokens: Tokens, lines: Lines) -> Structure:
+    src = tokens.src
+    kinds, starts, ends = tokens.kinds, tokens.starts, tokens.ends
+    n = len(tokens)
+    in_directive = bytearray(n)
+    directives: list[Directive] = []
+    stack: list[int] = []
+    next_block = 0
+    prev_end = -1
+    i = 0
+    while i < n:
+        if kinds[i] == PUNCT and ends[i] - starts[i] == 1 and src[starts[i]] == 0x23:  # '#'
+            line_start = lines.line_start(starts[i])
+            if prev_end <= line_start and not src[line_start:starts[i]].strip():
+                last, end = _directive_end(src, tokens, lines, i)
+                name = b""
+                if i + 1 < last and kinds[i + 1] in (IDENT, KEYWORD):
+                    name = tokens.text(i + 1)
+                if name in _OPENERS:
+                    stack.append(next_block)
+                    next_block += 1
+                block = tuple(stack)
+                if name == b"endif" and stack:
+                    stack.pop()
+                directives.append(Directive(name, i, last, line_start, end, block))
+                for k in range(i, last):
+                    in_directive[k] = 1
+                prev_end = ends[last - 1]
+                i = last
+                continue
+        if kinds[i] != COMMENT:
+            prev_end = ends[i]
+        i += 1
+    guard, guard_block = _find_guard(tokens, directives)
+    return Structure(directives, in_directive, guard, guard_block)
+
+
+def _find_guard(tokens: Tokens, directives: list[Directive]) -> tuple[Directive | None, int | None]:
+    """`#pragma once`, or `#ifndef X` / `#if !defined(X)` followed by `#define X`, before any code."""
+    kinds = tokens.kinds
+    first_code = next((i for i in range(len(tokens)) if kinds[i] != COMMENT), len(tokens))
+    if not directives or directives[0].first != first_code:
+        return None, None
+    d0 = directives[0]
+    if d0.name == b"pragma" and d0.first + 2 < d0.last + 1 and tokens.text(d0.first + 2) == b"once":
+        return d0, None
+    if len(directives) < 2 or d0.name not in (b"ifndef", b"if"):
+        return None, None
+    d1 = directives[1]
+    if d1.name != b"define" or d1.first != d0.last:
+        return None, None
+    guard_name = tokens.text(d1.first + 2) if d1.first + 2 < d1.last else None
+    words = [tokens.text(k) for k in range(d0.first + 2, d0.last) if kinds[k] == IDENT]
+    if guard_name and guard_name in words and (d0.name == b"ifndef" or b"defined" in words):
+        return d1, d0.block[-1]
+    return None, None
+
+
+def include_target(tokens: Tokens, d: Directive) -> tuple[int, int, bytes] | None:
+    """Span and text of the header name inside `#include "x"` / `#include <x>` (without the delimiters)."""
+    if d.name not in (b"include", b"include_next", b"import") or d.first + 2 >= d.last:
+        return None
+    k = d.first + 2
+    src = tokens.src
+    if tokens.kinds[k] == LITERAL and src[tokens.starts[k]] == 0x22:
+        return tokens.starts[k] + 1, tokens.ends[k] - 1, src[tokens.starts[k] + 1 : tokens.ends[k] - 1]
+    if tokens.kinds[k] == PUNCT and tokens.text(k) == b"<":
+        open_at = tokens.starts[k]
+        close_at = src.find(b">", open_at, d.end)
+        if close_at != -1:
+            return open_at + 1, close_at, src[open_at + 1 : close_at]
+    return None

@@ -1,0 +1,212 @@
+"""One file in, one FileResult out: renames, include rewrites and what could not be converted.
+
+The engine knows nothing about the command line or terminals; it works on bytes so that encodings it cannot
+decode (Latin-1 comments are common in old CUDA code) pass through untouched.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from hipport import directives as dirs
+from hipport.model import Conversion, Edit, FileResult, Finding
+from hipport.rules import RuleSet
+from hipport.scan import COMMENT, IDENT, KEYWORD, LITERAL, PUNCT, Lines, Tokens, lex
+
+HIP_RUNTIME = b"hip/hip_runtime.h"
+_DEVICE_WORDS = {b"__global__", b"__device__", b"__shared__"}
+_CUDA_LOOKING = re.compile(rb"^(?:cuda[A-Za-z0-9_]|cu[A-Z]|CU_|CUDA_|__nv)")
+# Names from the device tables that are ordinary words (`saturate`, `umax`): only a call to one that the
+# file does not define is worth reporting as unsupported.
+_CUDA_PREFIX = re.compile(r"^(?:cuda|cu[A-Z]|CU|cub|nv|NV|__|curand|cublas|cufft|cusparse|cusolver|cudnn|make_)")
+_NOT_DECL_BEFORE = {b"return", b"case", b"else", b"throw", b"new", b"delete", b"sizeof", b"co_return",
+                    b"co_yield", b"do", b"goto", b"typeid", b"decltype", b"alignof", b"noexcept"}
+_SKIP_DIRECTIVES = {b"include", b"include_next", b"import", b"pragma", b"error", b"warning", b"line"}
+
+
+@dataclass(frozen=True, slots=True)
+class ConvertOptions:
+    roc: bool = False
+
+
+def _newline(src: bytes) -> bytes:
+    i = src.find(b"\n")
+    return b"\r\n" if i > 0 and src[i - 1] == 0x0D else b"\n"
+
+
+class _FileConverter:
+    def __init__(self, path: str, src: bytes, rules: RuleSet, options: ConvertOptions) -> None:
+        self.path = path
+        self.src = src
+        self.rules = rules
+        self.options = options
+        self.tokens: Tokens = lex(src)
+        self.lines = Lines(src)
+        self.structure = dirs.analyse(self.tokens, self.lines)
+        self.edits: list[Edit] = []
+        self.result = FileResult(path, src, None)
+        self.defines: set[str] = set()
+
+    # -- helpers -------------------------------------------------------------------------------
+    def _finding(self, rule_id: str, severity: str, offset: int, message: str, subject: str = "") -> None:
+        line, col = self.lines.line_col(offset)
+        self.result.findings.append(Finding(rule_id, severity, line, col, message, subject=subject))
+
+    def _convert(self, start: int, end: int, new: bytes, cuda: str, category: str) -> None:
+        self.edits.append(Edit(start, end, new))
+        self.result.conversions.append(
+            Conversion(cuda, new.decode("utf-8", "replace"), category, self.lines.line_col(start)[0])
+        )
+
+    # -- passes --------------------------------------------------------------------------------
+    def run(self) -> FileResult:
+        skip = self._tokens_to_skip()
+        self._rename_identifiers(skip)
+        self._rewrite_includes()
+        self._insert_runtime_include()
+        self.result.after = apply_edits(self.src, self.edits)
+        self.result.defines = self.defines
+        return self.result
+
+    def _tokens_to_skip(self) -> bytearray:
+        """Tokens that are never renamed: header names, pragmas and diagnostics text."""
+        skip = bytearray(len(self.tokens))
+        tokens = self.tokens
+        for d in self.structure.directives:
+            if d.name in _SKIP_DIRECTIVES:
+                for k in range(d.first, d.last):
+                    skip[k] = 1
+            elif d.name == b"define" and d.first + 2 < d.last:
+                self.defines.add(tokens.text(d.first + 2).decode("latin-1"))
+            skip[d.first + 1 if d.first + 1 < d.last else d.first] = 1  # the directive's own name
+        return skip
+
+    def _rename_identifiers(self, skip: bytearray) -> None:
+        tokens, rules, roc = self.tokens, self.rules, self.options.roc
+        kinds, starts, ends, src = tokens.kinds, tokens.starts, tokens.ends, self.src
+        names, namespaces = rules.names, rules.namespaces
+        n = len(tokens)
+        unsupported_seen: set[str] = set()
+        for i in range(n):
+            if kinds[i] != IDENT or skip[i]:
+                continue
+            word = src[starts[i] : ends[i]]
+            prev = tokens.text(i - 1) if i else b""
+            if prev in (b".", b"->"):
+                continue  # a member of some struct, not the CUDA entity of that name
+            name = word.decode("latin-1")
+            nxt = tokens.text(i + 1) if i + 1 < n else b""
+            if name in namespaces and (nxt == b"::" or prev == b"namespace"):
+                self._convert(starts[i], ends[i], namespaces[name].encode(), name, "namespace")
+                continue
+            rule = names.get(name)
+            if rule is None:
+                if _CUDA_LOOKING.match(word) and not self._is_declaration(i):
+                    line, col = self.lines.line_col(starts[i])
+                    self.result.unknown.append((name, line, col))
+                continue
+            target = rule.target(roc)
+            if target is None:
+                if not _CUDA_PREFIX.match(name) and (nxt != b"(" or self._is_declaration(i)):
+                    continue
+                self.result.findings.append(self._unsupported(rule, starts[i]))
+                unsupported_seen.add(name)
+            elif target != name:
+                self._convert(starts[i], ends[i], target.encode(), name, rule.family)
+
+    def _is_declaration(self, i: int) -> bool:
+        """`T name(` or `struct name`: the user declares this name, so it is theirs, not CUDA's."""
+        if i == 0:
+            return False
+        prev_kind = self.tokens.kinds[i - 1]
+        prev = self.tokens.text(i - 1)
+        if prev in (b"struct", b"class", b"enum", b"union", b"namespace", b"typedef"):
+            return True
+        nxt = self.tokens.text(i + 1) if i + 1 < len(self.tokens) else b""
+        return nxt == b"(" and prev_kind in (IDENT, KEYWORD) and prev not in _NOT_DECL_BEFORE
+
+    def _unsupported(self, rule, offset: int) -> Finding:
+        line, col = self.lines.line_col(offset)
+        what = "removed" if "cuda_removed" in rule.versions else "unsupported"
+        message = f"`{rule.cuda}` has no HIP equivalent ({rule.family}); port it by hand"
+        if self.options.roc and rule.hip and not rule.roc:
+            message = f"`{rule.cuda}` has no ROC equivalent; `{rule.hip}` is the HIP name"
+        return Finding(f"{what}-api", "warning", line, col, message, subject=rule.cuda)
+
+    def _rewrite_includes(self) -> None:
+        """Map CUDA headers to HIP ones; drop an include that would repeat a HIP header already included."""
+        tokens, roc = self.tokens, self.options.roc
+        seen: dict[bytes, list[tuple]] = {}
+        self.has_runtime = False
+        for d in self.structure.directives:
+            target = dirs.include_target(tokens, d)
+            if target is None:
+                continue
+            start, end, header = target
+            rule = self.rules.headers.get(header.decode("latin-1"))
+            new_header = header
+            if rule is not None:
+                if rule.remove:
+                    self._convert(d.start, d.end, b"", rule.cuda, "include")
+                    continue
+                if rule.unsupported:
+                    self._finding("unsupported-header", "warning", start, f"`{rule.cuda}`: {rule.unsupported}",
+                                  subject=rule.cuda)
+                    continue
+                new_header = rule.target(roc).encode()
+                if any(block == d.block for block in seen.get(new_header, ())):
+                    self._convert(d.start, d.end, b"", rule.cuda, "include")
+                    continue
+                self._convert(start, end, new_header, rule.cuda, "include")
+            seen.setdefault(new_header, []).append(d.block)
+            if new_header == HIP_RUNTIME:
+                self.has_runtime = True
+
+    def _has_device_code(self) -> bool:
+        tokens = self.tokens
+        kinds, starts, ends, src = tokens.kinds, tokens.starts, tokens.ends, self.src
+        for i in range(len(tokens)):
+            k = kinds[i]
+            if k == IDENT and src[starts[i] : ends[i]] in _DEVICE_WORDS:
+                return True
+            if k == PUNCT and src[starts[i] : ends[i]] == b"<<" and i + 1 < len(tokens) \
+                    and starts[i + 1] == ends[i] and src[starts[i + 1] : ends[i + 1]] == b"<":
+                return True
+        return False
+
+    def _insert_runtime_include(self) -> None:
+        if self.has_runtime or not self._has_device_code():
+            return
+        structure = self.structure
+        guard = structure.guard
+        kinds = self.tokens.kinds
+        start_index = guard.last if guard is not None else 0
+        first = next((i for i in range(start_index, len(self.tokens)) if kinds[i] != COMMENT), None)
+        if first is None:
+            return
+        at = self.lines.line_start(self.tokens.starts[first])
+        if first > 0 and self.tokens.ends[first - 1] > at:  # a comment ends on this line: stay after it
+            at = self.tokens.starts[first]
+        line = b"#include <hip/hip_runtime.h>" + _newline(self.src)
+        self._convert(at, at, line, "(device code)", "include")
+
+
+def apply_edits(src: bytes, edits: list[Edit]) -> bytes:
+    """Apply edits back to front so earlier offsets stay valid; an edit overlapping one already applied is dropped."""
+    out = []
+    pos = len(src)
+    for edit in sorted(edits, key=lambda e: (e.start, e.end), reverse=True):
+        if edit.end > pos:
+            continue
+        out.append(src[edit.end : pos])
+        out.append(edit.new)
+        pos = edit.start
+    out.append(src[:pos])
+    return b"".join(reversed(out))
+
+
+def convert_source(src: bytes, rules: RuleSet, options: ConvertOptions = ConvertOptions(),
+                   path: str = "<stdin>") -> FileResult:
+    """Convert one file's bytes. Raises scan.LexError when libclang cannot read it."""
+    return _FileConverter(path, src, rules, options).run()

@@ -1,0 +1,56 @@
+"""Plain data passed between the scanner, the engine and the reports."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True, slots=True)
+class Edit:
+    """Replace bytes ``[start, end)`` of the original source with ``new``."""
+
+    start: int
+    end: int
+    new: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """Something the user should know about a place in a file."""
+
+    rule_id: str
+    severity: str  # "error" | "warning" | "info"
+    line: int
+    col: int
+    message: str
+    confidence: str = "high"  # "high" | "medium" | "low"
+    edits: tuple[Edit, ...] = ()
+    subject: str = ""  # the CUDA name or header the finding is about, for tallies
+
+
+@dataclass(slots=True)
+class Conversion:
+    """One automatic rename, kept for the summary and reports."""
+
+    cuda: str
+    hip: str
+    category: str
+    line: int
+
+
+@dataclass(slots=True)
+class FileResult:
+    """Everything one file produced. ``after`` is None when the file could not be processed."""
+
+    path: str
+    before: bytes
+    after: bytes | None
+    conversions: list[Conversion] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+    unknown: list[tuple[str, int, int]] = field(default_factory=list)  # (name, line, col)
+    defines: set[str] = field(default_factory=set)  # macros the file defines, so they are not "unknown"
+    error: str | None = None
+
+    @property
+    def changed(self) -> bool:
+        return self.after is not None and self.after != self.before

@@ -1,0 +1,1 @@
+"""Renderers: results in, text or bytes out. No porting logic lives here."""

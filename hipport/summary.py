@@ -1,0 +1,63 @@
+"""Totals over a run: what was converted, what could not be, and what no rule knows."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from hipport.model import FileResult
+
+
+@dataclass(slots=True)
+class NameTally:
+    count: int
+    path: str
+    line: int
+    col: int
+
+
+@dataclass(slots=True)
+class Summary:
+    files_scanned: int = 0
+    files_changed: int = 0
+    files_failed: int = 0
+    conversions: Counter = field(default_factory=Counter)          # category -> references converted
+    unsupported: dict[str, NameTally] = field(default_factory=dict)
+    unknown: dict[str, NameTally] = field(default_factory=dict)
+    errors: list[str] = field(default_factory=list)
+
+    @property
+    def converted_total(self) -> int:
+        return sum(self.conversions.values())
+
+
+def _tally(table: dict[str, NameTally], name: str, path: str, line: int, col: int) -> None:
+    entry = table.get(name)
+    if entry is None:
+        table[name] = NameTally(1, path, line, col)
+    else:
+        entry.count += 1
+
+
+def summarize(results: list[FileResult]) -> Summary:
+    summary = Summary()
+    defined: set[str] = set()
+    for result in results:
+        defined |= result.defines
+    for result in results:
+        summary.files_scanned += 1
+        if result.error is not None:
+            summary.files_failed += 1
+            summary.errors.append(result.error)
+            continue
+        if result.changed:
+            summary.files_changed += 1
+        for conv in result.conversions:
+            summary.conversions[conv.category] += 1
+        for finding in result.findings:
+            if finding.rule_id in ("unsupported-api", "removed-api", "unsupported-header"):
+                _tally(summary.unsupported, finding.subject, result.path, finding.line, finding.col)
+        for name, line, col in result.unknown:
+            if name not in defined:  # the tree's own macros are the user's names, not CUDA's
+                _tally(summary.unknown, name, result.path, line, col)
+    return summary
