@@ -102,11 +102,17 @@ class _FileConverter:
                 continue
             rule = names.get(name)
             if rule is None:
-                if _CUDA_LOOKING.match(word) and not self._is_declaration(i):
-                    line, col = self.lines.line_col(starts[i])
-                    self.result.unknown.append((name, line, col))
+                if _CUDA_LOOKING.match(word):
+                    if self._is_declaration(i):
+                        self.defines.add(name)
+                    else:
+                        line, col = self.lines.line_col(starts[i])
+                        self.result.unknown.append((name, line, col))
                 continue
             target = rule.target(roc)
+            if target is not None and not roc and rule.family in self.rules.family_notes:
+                self.result.findings.append(self._unsupported(rule, starts[i]))
+                continue
             if target is None:
                 if not _CUDA_PREFIX.match(name) and (nxt != b"(" or self._is_declaration(i)):
                     continue
@@ -130,6 +136,8 @@ class _FileConverter:
         line, col = self.lines.line_col(offset)
         what = "removed" if "cuda_removed" in rule.versions else "unsupported"
         message = f"`{rule.cuda}` has no HIP equivalent ({rule.family}); port it by hand"
+        if rule.family in self.rules.family_notes:
+            message = f"`{rule.cuda}`: {self.rules.family_notes[rule.family]}"
         if self.options.roc and rule.hip and not rule.roc:
             message = f"`{rule.cuda}` has no ROC equivalent; `{rule.hip}` is the HIP name"
         return Finding(f"{what}-api", "warning", line, col, message, subject=rule.cuda)

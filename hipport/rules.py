@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import hashlib
+import os
+import pickle
 import re
+import tempfile
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -60,6 +64,7 @@ class RuleSet:
     names: dict[str, NameRule] = field(default_factory=dict)
     headers: dict[str, HeaderRule] = field(default_factory=dict)
     namespaces: dict[str, str] = field(default_factory=dict)
+    family_notes: dict[str, str] = field(default_factory=dict)  # families reported, not renamed (hip target)
     family_counts: dict[str, int] = field(default_factory=dict)
     files: list[Path] = field(default_factory=list)
 
@@ -98,8 +103,7 @@ def _check_entry(path: Path, name: str, entry: object, allowed: frozenset) -> di
     return entry
 
 
-def _load_mapping_file(path: Path, rules: RuleSet, override: bool) -> None:
-    data = _read_toml(path)
+def _load_mapping_file(path: Path, data: dict, rules: RuleSet, override: bool) -> None:
     family = data.get("family", {})
     if not isinstance(family, dict) or not isinstance(family.get("name"), str):
         raise RuleError(f"{path}: missing `[family]` table with a `name`")
@@ -120,8 +124,7 @@ def _load_mapping_file(path: Path, rules: RuleSet, override: bool) -> None:
     rules.family_counts[fam] = rules.family_counts.get(fam, 0) + count
 
 
-def _load_headers_file(path: Path, rules: RuleSet) -> None:
-    data = _read_toml(path)
+def _load_headers_file(path: Path, data: dict, rules: RuleSet) -> None:
     for cuda, entry in data.get("headers", {}).items():
         entry = _check_entry(path, cuda, entry, HEADER_KEYS)
         if not (entry.get("hip") or entry.get("remove") or entry.get("unsupported")):
@@ -131,6 +134,11 @@ def _load_headers_file(path: Path, rules: RuleSet) -> None:
     for ns, entry in data.get("namespaces", {}).items():
         entry = _check_entry(path, ns, entry, frozenset({"hip"}))
         rules.namespaces[ns] = entry["hip"]
+    for fam, entry in data.get("families", {}).items():
+        if not isinstance(entry, dict) or set(entry) - {"rename", "note"} or entry.get("rename") is not False \
+                or not isinstance(entry.get("note"), str):
+            raise RuleError(f"{path}: family `{fam}` must be `{{ rename = false, note = \"...\" }}`")
+        rules.family_notes[fam] = entry["note"]
 
 
 def _family_key(path: Path) -> tuple[int, str]:
@@ -138,24 +146,71 @@ def _family_key(path: Path) -> tuple[int, str]:
     return (FAMILY_ORDER.index(stem) if stem in FAMILY_ORDER else len(FAMILY_ORDER), stem)
 
 
-def load_rules(extra_dirs: list[Path] | tuple = ()) -> RuleSet:
-    """Load the built-in rules, then each of ``extra_dirs`` (whose entries win)."""
-    rules = RuleSet()
+def cache_dir() -> Path:
+    base = os.environ.get("HIPPORT_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "hipport")
+    return Path(base)
+
+
+def _rule_files(extra_dirs) -> list[Path]:
     base = builtin_rules_dir()
-    mapping_files = sorted((base / "mappings").glob("*.toml"), key=_family_key)
-    for path in mapping_files:
-        _load_mapping_file(path, rules, override=False)
-    _load_headers_file(base / "headers.toml", rules)
-    rules.files = [*mapping_files, base / "headers.toml"]
+    files = [*sorted((base / "mappings").glob("*.toml"), key=_family_key), base / "headers.toml"]
     for extra in extra_dirs:
         extra = Path(extra)
         if not extra.is_dir():
             raise RuleError(f"{extra}: rule directory not found")
-        for path in sorted(extra.glob("**/*.toml")):
-            data_kind = _read_toml(path)
-            if "headers" in data_kind or "namespaces" in data_kind:
-                _load_headers_file(path, rules)
-            else:
-                _load_mapping_file(path, rules, override=True)
-            rules.files.append(path)
+        files.extend(sorted(extra.glob("**/*.toml")))
+    return files
+
+
+def _cache_key(files: list[Path]) -> str:
+    from hipport import __version__
+
+    h = hashlib.sha256(__version__.encode())
+    for path in files:
+        st = path.stat()
+        h.update(f"{path.resolve()}\0{st.st_size}\0{st.st_mtime_ns}\0".encode())
+    return h.hexdigest()[:24]
+
+
+def load_rules(extra_dirs: list[Path] | tuple = (), use_cache: bool = True) -> RuleSet:
+    """Load the built-in rules, then each of ``extra_dirs`` (whose entries win).
+
+    Parsing ~9,000 TOML entries costs about half a second, too slow for a pre-commit hook, so the validated
+    index is pickled in the user cache, keyed by hipport's version and the rule files' sizes and times."""
+    files = _rule_files(extra_dirs)
+    cached = cache_dir() / f"rules-{_cache_key(files)}.pickle" if use_cache else None
+    if cached is not None:
+        try:
+            with cached.open("rb") as fh:
+                return pickle.load(fh)
+        except Exception:  # missing, truncated or from another Python: rebuild it
+            pass
+    rules = _parse_rules(files)
+    if cached is not None:
+        _store(cached, rules)
+    return rules
+
+
+def _store(path: Path, rules: RuleSet) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".rules-", suffix=".tmp")
+        with os.fdopen(fd, "wb") as fh:
+            pickle.dump(rules, fh, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(tmp, path)  # concurrent runs each write a whole file; the last rename wins
+    except OSError:
+        pass  # a read-only home only costs speed
+
+
+def _parse_rules(files: list[Path]) -> RuleSet:
+    rules = RuleSet(files=files)
+    builtin = builtin_rules_dir()
+    for path in files:
+        data = _read_toml(path)
+        override = builtin not in path.parents
+        if "headers" in data or "namespaces" in data or "families" in data:
+            _load_headers_file(path, data, rules)
+        else:
+            _load_mapping_file(path, data, rules, override=override)
     return rules
