@@ -86,9 +86,9 @@ def convert(paths, output_dir, diff_mode, check, to_stdout, roc, exclude, rule_d
             sys.stdout.buffer.write(result.after)
         if verbose and result.error is None:
             for f in result.findings:
-                err.print(f"{result.path}:{f.line}:{f.col}: {f.severity} {f.rule_id}: {f.message}")
+                err.print(f"{result.path}:{f.line}:{f.col}: {f.severity} {f.rule_id}: {f.message}", markup=False)
             if result.changed:
-                err.print(f"{'would change' if write == 'none' else 'converted'}: {result.path}")
+                err.print(f"{'would change' if write == 'none' else 'converted'}: {result.path}", markup=False)
 
     show_progress = err.is_terminal and not quiet and len(sources) > _PROGRESS_MIN_FILES and not (diff_mode or to_stdout)
     if show_progress:
@@ -110,7 +110,7 @@ def convert(paths, output_dir, diff_mode, check, to_stdout, roc, exclude, rule_d
         render_summary(err, summary, verbose=verbose, action=action)
     elif summary.errors:
         for e in summary.errors:
-            err.print(f"error: {e}")
+            err.print(f"error: {e}", markup=False)
     if summary.files_failed:
         sys.exit(EXIT_FILES_FAILED)
     if check and summary.files_changed:

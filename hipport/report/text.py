@@ -3,24 +3,21 @@
 from __future__ import annotations
 
 from rich.console import Console
-from rich.table import Table
+from rich.markup import escape
 
 from hipport.summary import Summary
 
 _LIST_LIMIT = 20
 
 
-def _names_table(title: str, tallies: dict, limit: int) -> Table:
-    table = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
-    table.add_column("name")
-    table.add_column("count", justify="right")
-    table.add_column("first seen")
+def _print_names(console: Console, title: str, tallies: dict, limit: int) -> None:
+    # Plain lines rather than a table: logs and CI output must keep full paths, never an ellipsis.
+    console.print(f"{title}:")
     ordered = sorted(tallies.items(), key=lambda kv: (-kv[1].count, kv[0]))
     for name, t in ordered[:limit]:
-        table.add_row(name, str(t.count), f"{t.path}:{t.line}:{t.col}")
+        console.print(f"  {name} x{t.count}  first at {t.path}:{t.line}:{t.col}", soft_wrap=True, markup=False)
     if len(ordered) > limit:
-        table.add_row(f"… {len(ordered) - limit} more (use -v)", "", "")
-    return table
+        console.print(f"  ... and {len(ordered) - limit} more (-v lists them all)")
 
 
 def render_summary(console: Console, summary: Summary, *, verbose: bool, action: str) -> None:
@@ -33,8 +30,8 @@ def render_summary(console: Console, summary: Summary, *, verbose: bool, action:
         console.print(f"  by category: {cats}", highlight=False)
     limit = 10**9 if verbose else _LIST_LIMIT
     if summary.unsupported:
-        console.print(_names_table("CUDA names with no HIP equivalent (left as they are)", summary.unsupported, limit))
+        _print_names(console, "CUDA names with no HIP equivalent (left as they are)", summary.unsupported, limit)
     if summary.unknown:
-        console.print(_names_table("CUDA-looking names no rule knows (check them)", summary.unknown, limit))
+        _print_names(console, "CUDA-looking names no rule knows (check them)", summary.unknown, limit)
     for error in summary.errors:
-        console.print(f"[red]error[/red]: {error}", highlight=False)
+        console.print(f"[red]error[/red]: {escape(error)}", highlight=False, soft_wrap=True)

@@ -1,0 +1,173 @@
+"""The `hipport convert` command as a user runs it: modes, file selection, exit codes and messages."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+CUDA = b'#include <cuda_runtime.h>\n__global__ void k(float *p) { p[0] = 1; }\nint main() { cudaDeviceSynchronize(); }\n'
+HIP = b'#include <hip/hip_runtime.h>\n__global__ void k(float *p) { p[0] = 1; }\nint main() { hipDeviceSynchronize(); }\n'
+PLAIN = b"// nothing about CUDA here, only prose mentioning cudaMalloc\nint add(int a, int b) { return a + b; }\n"
+
+
+def hipport(*args, cwd=None):
+    return subprocess.run([sys.executable, "-m", "hipport", *map(str, args)], capture_output=True, cwd=cwd,
+                          env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
+
+
+@pytest.fixture
+def tree(tmp_path):
+    root = tmp_path / "proj"
+    (root / "src").mkdir(parents=True)
+    (root / "include").mkdir()
+    (root / ".git").mkdir()
+    (root / "src" / "k.cu").write_bytes(CUDA)
+    (root / "src" / "plain.cpp").write_bytes(PLAIN)
+    (root / "include" / "h.cuh").write_bytes(b"#pragma once\ncudaStream_t s;\n")
+    (root / ".git" / "x.cu").write_bytes(CUDA)
+    (root / "src" / "notes.txt").write_bytes(b"cudaMalloc")
+    (root / "third_party").mkdir()
+    (root / "third_party" / "t.cu").write_bytes(CUDA)
+    return root
+
+
+def test_in_place_converts_tree_and_skips_git_and_non_sources(tree):
+    r = hipport("convert", tree)
+    assert r.returncode == 0, r.stderr
+    assert (tree / "src" / "k.cu").read_bytes() == HIP
+    assert (tree / "src" / "plain.cpp").read_bytes() == PLAIN
+    assert (tree / "include" / "h.cuh").read_bytes() == b"#pragma once\nhipStream_t s;\n"
+    assert (tree / ".git" / "x.cu").read_bytes() == CUDA
+    assert (tree / "src" / "notes.txt").read_bytes() == b"cudaMalloc"
+    assert b"4 files scanned, 3 changed" in r.stderr
+    assert not list(tree.rglob("*.hipport-tmp"))
+
+
+def test_second_run_changes_nothing(tree):
+    hipport("convert", tree)
+    before = {p: p.read_bytes() for p in tree.rglob("*") if p.is_file()}
+    r = hipport("convert", "--check", tree)
+    assert r.returncode == 0, r.stderr
+    assert {p: p.read_bytes() for p in tree.rglob("*") if p.is_file()} == before
+
+
+def test_exclude_glob(tree):
+    r = hipport("convert", "--exclude", "third_party", "--exclude", "*.cuh", tree)
+    assert r.returncode == 0
+    assert (tree / "third_party" / "t.cu").read_bytes() == CUDA
+    assert (tree / "include" / "h.cuh").read_bytes() == b"#pragma once\ncudaStream_t s;\n"
+    assert (tree / "src" / "k.cu").read_bytes() == HIP
+
+
+def test_output_dir_mirrors_tree_and_leaves_sources(tree, tmp_path):
+    out = tmp_path / "out"
+    r = hipport("convert", tree, "--output-dir", out)
+    assert r.returncode == 0, r.stderr
+    assert (out / "src" / "k.cu").read_bytes() == HIP
+    assert (out / "src" / "plain.cpp").read_bytes() == PLAIN
+    assert (tree / "src" / "k.cu").read_bytes() == CUDA
+
+
+def test_output_dir_inside_input_is_refused(tree):
+    r = hipport("convert", tree, "--output-dir", tree / "hip")
+    assert r.returncode == 2
+    assert b"inside the input tree" in r.stderr and b"Traceback" not in r.stderr
+
+
+def test_diff_prints_and_writes_nothing(tree):
+    r = hipport("convert", "--diff", tree / "src")
+    assert r.returncode == 0
+    assert b"-int main() { cudaDeviceSynchronize(); }" in r.stdout
+    assert b"+int main() { hipDeviceSynchronize(); }" in r.stdout
+    assert (tree / "src" / "k.cu").read_bytes() == CUDA
+
+
+def test_check_exits_1_and_writes_nothing(tree):
+    r = hipport("convert", "--check", tree)
+    assert r.returncode == 1
+    assert (tree / "src" / "k.cu").read_bytes() == CUDA
+
+
+def test_stdout_one_file(tree):
+    r = hipport("convert", "--stdout", tree / "src" / "k.cu")
+    assert r.returncode == 0
+    assert r.stdout == HIP
+    assert (tree / "src" / "k.cu").read_bytes() == CUDA
+    r = hipport("convert", "--stdout", tree)
+    assert r.returncode == 2 and b"exactly one source file" in r.stderr
+
+
+def test_modes_cannot_be_combined(tree):
+    r = hipport("convert", "--diff", "--check", tree)
+    assert r.returncode == 2 and b"cannot be combined" in r.stderr
+
+
+def test_missing_path_is_a_usage_error(tmp_path):
+    r = hipport("convert", tmp_path / "nope")
+    assert r.returncode == 2
+    assert r.stderr.strip().endswith(b"no such file or directory")
+    assert b"Traceback" not in r.stderr
+
+
+def test_unreadable_file_is_named_and_others_converted(tree):
+    if os.geteuid() == 0:
+        pytest.skip("root reads every file")
+    bad = tree / "src" / "bad.cu"
+    bad.write_bytes(CUDA)
+    bad.chmod(0)
+    r = hipport("convert", tree)
+    assert r.returncode == 3
+    assert b"bad.cu: cannot read" in r.stderr
+    assert (tree / "src" / "k.cu").read_bytes() == HIP
+
+
+def test_permissions_are_kept(tree):
+    path = tree / "src" / "k.cu"
+    path.chmod(0o640)
+    hipport("convert", path)
+    assert path.read_bytes() == HIP
+    assert (path.stat().st_mode & 0o777) == 0o640
+
+
+def test_malformed_rule_file_stops_before_any_change(tree, tmp_path):
+    rules = tmp_path / "rules"
+    rules.mkdir()
+    (rules / "team.toml").write_text('[family]\nname = "team"\n[names]\ncudaX = { hip = 3 }\n')
+    r = hipport("convert", "--rules", rules, tree)
+    assert r.returncode == 2
+    assert r.stderr.count(b"\n") == 1
+    assert b"team.toml: entry `cudaX` key `hip` must be a non-empty string" in r.stderr
+    assert (tree / "src" / "k.cu").read_bytes() == CUDA
+
+
+def test_user_rules_win(tree, tmp_path):
+    rules = tmp_path / "rules"
+    rules.mkdir()
+    (rules / "team.toml").write_text('[family]\nname = "team"\n[names]\ncudaDeviceSynchronize = { hip = "teamSync" }\n')
+    r = hipport("convert", "--rules", rules, "--stdout", tree / "src" / "k.cu")
+    assert r.returncode == 0, r.stderr
+    assert b"teamSync();" in r.stdout
+
+
+def test_summary_lists_unsupported_and_unknown_names(tmp_path):
+    f = tmp_path / "u.cu"
+    f.write_bytes(b"void f() { cudaDeviceFlushGPUDirectRDMAWrites(a, b); cudaBrandNewThing(); }\n")
+    r = hipport("convert", "--check", f)
+    assert b"cudaDeviceFlushGPUDirectRDMAWrites" in r.stderr and b"no HIP equivalent" in r.stderr
+    assert b"cudaBrandNewThing" in r.stderr and b"no rule knows" in r.stderr
+    assert b"u.cu:1:12" in r.stderr
+
+
+def test_help_documents_every_option():
+    r = hipport("convert", "--help")
+    assert r.returncode == 0
+    for option in ("--output-dir", "--diff", "--check", "--stdout", "--roc", "--exclude", "--rules",
+                   "--quiet", "--verbose", "Exit status"):
+        assert option.encode() in r.stdout, option
+
+
+def test_quiet_prints_nothing(tree):
+    r = hipport("convert", "-q", tree)
+    assert r.returncode == 0 and r.stderr == b"" and r.stdout == b""

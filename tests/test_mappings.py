@@ -1,0 +1,48 @@
+"""The whole generated mapping set, applied by the engine: every CUDA name with a HIP name becomes it."""
+
+from hipport.engine import ConvertOptions, convert_source
+
+
+def _renamed(rules, roc):
+    pairs = []
+    for name, rule in rules.names.items():
+        target = rule.target(roc)
+        if target is None or target == name or (not roc and rule.family in rules.family_notes):
+            continue
+        pairs.append((name, target))
+    return pairs
+
+
+def _convert_all(rules, pairs, roc):
+    src = "".join(f"{cuda};\n" for cuda, _ in pairs).encode()
+    after = convert_source(src, rules, ConvertOptions(roc=roc)).after.decode()
+    return after.splitlines()
+
+
+def test_every_mapped_cuda_name_becomes_its_hip_name(rules):
+    pairs = _renamed(rules, roc=False)
+    assert len(pairs) > 3000
+    got = _convert_all(rules, pairs, roc=False)
+    assert got == [f"{hip};" for _, hip in pairs]
+
+
+def test_every_roc_target_is_applied_with_roc(rules):
+    pairs = _renamed(rules, roc=True)
+    got = _convert_all(rules, pairs, roc=True)
+    assert got == [f"{target};" for _, target in pairs]
+
+
+def test_no_target_is_itself_a_cuda_name_with_another_target(rules):
+    """Otherwise a second run would convert again and conversion would not be idempotent."""
+    for roc in (False, True):
+        for cuda, target in _renamed(rules, roc):
+            other = rules.names.get(target)
+            assert other is None or other.target(roc) in (None, target), (cuda, target)
+
+
+def test_unsupported_entries_are_never_renamed(rules):
+    unsupported = [name for name, rule in rules.names.items() if rule.hip is None and name.startswith(("cuda", "cu"))]
+    src = "".join(f"{name}(x);\n" for name in unsupported).encode()
+    result = convert_source(src, rules, ConvertOptions())
+    assert result.after == src
+    assert len(result.findings) == len(unsupported)
