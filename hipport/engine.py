@@ -16,7 +16,8 @@ from hipport.scan import COMMENT, IDENT, KEYWORD, LITERAL, PUNCT, Lines, Tokens,
 
 HIP_RUNTIME = b"hip/hip_runtime.h"
 _DEVICE_WORDS = {b"__global__", b"__device__", b"__shared__"}
-_CUDA_LOOKING = re.compile(rb"^(?:cuda[A-Za-z0-9_]|cu[A-Z]|CU_|CUDA_|__nv)")
+# `cuda_column` is a user's snake_case name; CUDA's own API is camelCase (`cudaX`, `cuX`) or upper case.
+_CUDA_LOOKING = re.compile(rb"^(?:cuda[A-Z0-9]|cu[A-Z]|CU_|CUDA_|__nv)")
 # Names from the device tables that are ordinary words (`saturate`, `umax`): only a call to one that the
 # file does not define is worth reporting as unsupported.
 _CUDA_PREFIX = re.compile(r"^(?:cuda|cu[A-Z]|CU|cub|nv|NV|__|curand|cublas|cufft|cusparse|cusolver|cudnn|make_)")

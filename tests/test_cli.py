@@ -171,3 +171,20 @@ def test_help_documents_every_option():
 def test_quiet_prints_nothing(tree):
     r = hipport("convert", "-q", tree)
     assert r.returncode == 0 and r.stderr == b"" and r.stdout == b""
+
+
+def test_installed_console_script_works_from_another_directory(tmp_path):
+    """`pip install .` (not editable) must ship rules/ inside the wheel."""
+    import shutil
+
+    exe = shutil.which("hipport")
+    if exe is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("the `hipport` console script is not installed; .ci/run must `pip install .`")
+        pytest.skip("hipport is not installed as a console script")
+    f = tmp_path / "k.cu"
+    f.write_bytes(CUDA)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    r = subprocess.run([exe, "convert", "--stdout", "k.cu"], capture_output=True, cwd=tmp_path, env=env)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == HIP
