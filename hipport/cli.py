@@ -126,3 +126,15 @@ def _check_output_dir(output_dir: Path, inputs: tuple[Path, ...]) -> None:
         root = p.resolve()
         if root.is_dir() and (out == root or root in out.parents):
             _fail(f"{output_dir}: --output-dir is inside the input tree {p}; choose a directory outside it")
+
+
+def _register_optional_commands() -> None:
+    # The audit command lives in its own module so the convert path does not import the checks.
+    try:
+        from hipport.audit_cli import audit
+    except ImportError:
+        return
+    main.add_command(audit)
+
+
+_register_optional_commands()
