@@ -1,0 +1,178 @@
+"""Load and validate the hazard rules in ``rules/hazards/*.toml``: id, severity, summary, note, and the
+conditions under which a target (ROCm version, offload architecture) changes the severity.
+
+A broken file stops the tool at load time with one line naming the file and the key, never halfway through a run.
+"""
+
+from __future__ import annotations
+
+import re
+import textwrap
+import tomllib
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+SEVERITIES = ("info", "warning", "error")
+SEVERITY_RANK = {s: i for i, s in enumerate(SEVERITIES)}
+CONFIDENCES = ("low", "medium", "high")
+_TOP_KEYS = frozenset({"id", "severity", "summary", "note", "family", "when"})
+_REQUIRED = ("id", "severity", "summary", "note", "family")
+_WHEN_KEYS = frozenset({"rocm_at_least", "rocm_below", "arch_wave32", "arch_wave64", "severity"})
+_VERSION = re.compile(r"^\d+(?:\.\d+){0,2}$")
+_ID = re.compile(r"^[a-z][a-z0-9]*(?:-[a-z0-9]+)*$")
+
+WAVE64_PREFIXES = ("gfx8", "gfx9")  # GCN and CDNA run 64-lane wavefronts; gfx10+ (RDNA) runs 32 in HIP
+
+
+class HazardError(Exception):
+    """A hazard rule file is malformed; the message names the file and the key."""
+
+
+def wave_size(arch: str) -> int:
+    return 64 if arch.startswith(WAVE64_PREFIXES) else 32
+
+
+def parse_version(text: str) -> tuple[int, ...]:
+    if not _VERSION.match(text):
+        raise ValueError(f"not a version: {text!r} (expected e.g. 6.2 or 7.0)")
+    return tuple(int(p) for p in text.split("."))
+
+
+@dataclass(frozen=True, slots=True)
+class SeverityWhen:
+    severity: str
+    rocm_at_least: tuple[int, ...] | None = None
+    rocm_below: tuple[int, ...] | None = None
+    arch_wave32: bool = False
+    arch_wave64: bool = False
+
+    def applies(self, rocm: tuple[int, ...], archs: tuple[str, ...]) -> bool:
+        if self.rocm_at_least is not None and rocm < self.rocm_at_least:
+            return False
+        if self.rocm_below is not None and rocm >= self.rocm_below:
+            return False
+        if self.arch_wave32 and not any(wave_size(a) == 32 for a in archs):
+            return False
+        if self.arch_wave64 and not any(wave_size(a) == 64 for a in archs):
+            return False
+        return True
+
+
+@dataclass(frozen=True, slots=True)
+class Hazard:
+    id: str
+    family: str
+    severity: str
+    summary: str
+    note: str
+    when: tuple[SeverityWhen, ...] = ()
+
+    def severity_for(self, rocm: tuple[int, ...], archs: tuple[str, ...]) -> str:
+        """The last matching `when` entry wins; with none, the default severity."""
+        result = self.severity
+        for w in self.when:
+            if w.applies(rocm, archs):
+                result = w.severity
+        return result
+
+
+def _hazard_dir() -> Path:
+    # Installed: hipport/rules/hazards; in the repository: rules/hazards next to the package.
+    here = Path(__file__).resolve().parent
+    for candidate in (here / "rules" / "hazards", here.parent / "rules" / "hazards"):
+        if candidate.is_dir():
+            return candidate
+    raise HazardError(f"hazard rules not found (looked for {here / 'rules' / 'hazards'} and "
+                      f"{here.parent / 'rules' / 'hazards'})")
+
+
+def _load_one(path: Path) -> Hazard:
+    name = path.name
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise HazardError(f"{name}: cannot be read: {exc}") from None
+    unknown = sorted(set(data) - _TOP_KEYS)
+    if unknown:
+        raise HazardError(f"{name}: unknown key `{unknown[0]}` (allowed: {', '.join(sorted(_TOP_KEYS))})")
+    for key in _REQUIRED:
+        if key not in data:
+            raise HazardError(f"{name}: missing key `{key}`")
+        if not isinstance(data[key], str) or not data[key].strip():
+            raise HazardError(f"{name}: key `{key}` must be a non-empty string")
+    if data["id"] != path.stem:
+        raise HazardError(f"{name}: key `id` is {data['id']!r} but the file name says {path.stem!r}")
+    if not _ID.match(data["id"]):
+        raise HazardError(f"{name}: key `id` must be lower-case words joined by '-'")
+    if data["severity"] not in SEVERITIES:
+        raise HazardError(f"{name}: key `severity` must be one of {', '.join(SEVERITIES)}")
+    if "\n" in data["summary"].strip():
+        raise HazardError(f"{name}: key `summary` must be one line")
+    when = []
+    raw_when = data.get("when", [])
+    if not isinstance(raw_when, list):
+        raise HazardError(f"{name}: key `when` must be an array of tables ([[when]])")
+    for k, entry in enumerate(raw_when):
+        where = f"{name}: when[{k}]"
+        if not isinstance(entry, dict):
+            raise HazardError(f"{where}: must be a table")
+        bad = sorted(set(entry) - _WHEN_KEYS)
+        if bad:
+            raise HazardError(f"{where}: unknown key `{bad[0]}` (allowed: {', '.join(sorted(_WHEN_KEYS))})")
+        if entry.get("severity") not in SEVERITIES:
+            raise HazardError(f"{where}: key `severity` must be one of {', '.join(SEVERITIES)}")
+        versions = {}
+        for key in ("rocm_at_least", "rocm_below"):
+            if key in entry:
+                try:
+                    versions[key] = parse_version(str(entry[key]))
+                except ValueError as exc:
+                    raise HazardError(f"{where}: key `{key}`: {exc}") from None
+        for key in ("arch_wave32", "arch_wave64"):
+            if key in entry and not isinstance(entry[key], bool):
+                raise HazardError(f"{where}: key `{key}` must be true or false")
+        when.append(SeverityWhen(entry["severity"], versions.get("rocm_at_least"), versions.get("rocm_below"),
+                                 entry.get("arch_wave32", False), entry.get("arch_wave64", False)))
+    return Hazard(data["id"], data["family"], data["severity"], data["summary"].strip(),
+                  data["note"].strip(), tuple(when))
+
+
+@lru_cache(maxsize=None)
+def load_hazards(directory: str | None = None) -> dict[str, Hazard]:
+    """All hazard rules by id. Raises HazardError for the first malformed file."""
+    root = Path(directory) if directory else _hazard_dir()
+    hazards = {}
+    for path in sorted(root.glob("*.toml")):
+        hazard = _load_one(path)
+        hazards[hazard.id] = hazard
+    if not hazards:
+        raise HazardError(f"{root}: no hazard rules (*.toml) found")
+    return hazards
+
+
+def describe_rule(rule_id: str) -> str:
+    """What `hipport rules show RULE-ID` prints: id, severity (and when it changes), summary and the note."""
+    hazards = load_hazards()
+    hazard = hazards.get(rule_id)
+    if hazard is None:
+        close = [h for h in hazards if rule_id in h or h in rule_id]
+        hint = f"; did you mean {', '.join(close)}?" if close else f"; known rules: {', '.join(sorted(hazards))}"
+        raise KeyError(f"no hazard rule `{rule_id}`{hint}")
+    lines = [f"{hazard.id} ({hazard.family}): {hazard.summary}", f"default severity: {hazard.severity}"]
+    for w in hazard.when:
+        conds = []
+        if w.rocm_at_least:
+            conds.append("ROCm >= " + ".".join(map(str, w.rocm_at_least)))
+        if w.rocm_below:
+            conds.append("ROCm < " + ".".join(map(str, w.rocm_below)))
+        if w.arch_wave32:
+            conds.append("a wave32 target (gfx10+) is selected")
+        if w.arch_wave64:
+            conds.append("a wave64 target (gfx8/gfx9) is selected")
+        lines.append(f"  {w.severity} when {' and '.join(conds) or 'always'}")
+    lines.append("")
+    for para in hazard.note.split("\n\n"):
+        lines.append(textwrap.fill(" ".join(para.split()), width=100))
+        lines.append("")
+    return "\n".join(lines).rstrip() + "\n"
