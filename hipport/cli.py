@@ -10,7 +10,9 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from hipport import __version__
-from hipport.engine import ConvertOptions
+from hipport.config import ConfigError, find_config, load_config
+from hipport.engine import NEWEST_ROCM, ConvertOptions
+from hipport.rocm import VersionError, detect_installed, parse_rocm_version
 from hipport.files import InputError, collect_sources
 from hipport.rules import RuleError, load_rules
 from hipport.runner import convert_tree, unified_diff
@@ -42,13 +44,23 @@ def main() -> None:
 @click.option("--stdout", "to_stdout", is_flag=True, help="Print the converted file on stdout (one file only).")
 @click.option("--roc", is_flag=True,
               help="Prefer rocBLAS/rocRAND/rocSPARSE/rocSOLVER/MIOpen names over the hip* libraries where one exists.")
+@click.option("--rocm-version", metavar="X.Y",
+              help="ROCm release the output must build with (warp built-in forms, \"needs ROCm\" warnings). "
+                   "Default: the installed HIP (hip/hip_version.h, hipconfig), else the newest hipport knows.")
+@click.option("--launch-syntax", type=click.Choice(["cuda", "hip"]),
+              help="`cuda` (default) keeps `k<<<g, b>>>(...)`, which HIP-Clang accepts; `hip` writes "
+                   "`hipLaunchKernelGGL(k, dim3(g), dim3(b), shm, stream, ...)`.")
+@click.option("--config", "config_path", type=click.Path(path_type=Path, dir_okay=False),
+              help="Project settings file (default: the nearest .hipport.toml, or pyproject.toml with "
+                   "[tool.hipport], from the current directory up to the repository root).")
 @click.option("--exclude", multiple=True, metavar="GLOB",
               help="Skip files and directories whose relative path or name matches GLOB (repeatable).")
 @click.option("--rules", "rule_dirs", multiple=True, type=click.Path(path_type=Path, file_okay=False),
               metavar="DIR", help="Extra rule directory whose entries win over the built-in ones (repeatable).")
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors.")
 @click.option("-v", "--verbose", is_flag=True, help="List every changed file, every finding and every name.")
-def convert(paths, output_dir, diff_mode, check, to_stdout, roc, exclude, rule_dirs, quiet, verbose):
+def convert(paths, output_dir, diff_mode, check, to_stdout, roc, rocm_version, launch_syntax, config_path, exclude,
+            rule_dirs, quiet, verbose):
     """Convert CUDA sources under PATHS to HIP.
 
     PATHS are files or directories; directories are searched for .cu .cuh .cpp .cc .cxx .c .h .hpp .hh .inl
@@ -67,17 +79,21 @@ def convert(paths, output_dir, diff_mode, check, to_stdout, roc, exclude, rule_d
     if len(modes) > 1:
         _fail(f"{' and '.join(modes)} cannot be combined; choose one mode")
     try:
-        rules = load_rules(rule_dirs)
-        sources = collect_sources(list(paths), tuple(exclude))
-    except (RuleError, InputError) as exc:
+        config = load_config(config_path if config_path is not None else find_config())
+        rocm = _rocm_target(rocm_version or config.get("rocm-version"))
+        rules = load_rules([*config.paths("rules"), *rule_dirs])
+        sources = collect_sources(list(paths), (*config.get("exclude", []), *exclude))
+    except (RuleError, InputError, ConfigError, VersionError) as exc:
         _fail(str(exc))
+    roc = roc or config.get("roc", False)
+    launch_syntax = launch_syntax or config.get("launch-syntax", "cuda")
     if to_stdout and (len(sources) != 1 or not paths[0].is_file()):
         _fail("--stdout takes exactly one source file")
     if output_dir is not None:
         _check_output_dir(output_dir, paths)
     write = "outdir" if output_dir is not None else ("none" if (diff_mode or check or to_stdout) else "inplace")
     err = Console(stderr=True, quiet=quiet, highlight=False)
-    options = ConvertOptions(roc=roc)
+    options = ConvertOptions(roc=roc, rocm_version=rocm, launch_syntax=launch_syntax)
 
     def emit(source, result):
         if diff_mode and result.error is None:
@@ -86,7 +102,8 @@ def convert(paths, output_dir, diff_mode, check, to_stdout, roc, exclude, rule_d
             sys.stdout.buffer.write(result.after)
         if verbose and result.error is None:
             for f in result.findings:
-                err.print(f"{result.path}:{f.line}:{f.col}: {f.severity} {f.rule_id}: {f.message}", markup=False)
+                err.print(f"{result.path}:{f.line}:{f.col}: {f.severity} {f.rule_id}: {f.message}", markup=False,
+                          soft_wrap=True)
             if result.changed:
                 err.print(f"{'would change' if write == 'none' else 'converted'}: {result.path}", markup=False)
 
@@ -116,6 +133,12 @@ def convert(paths, output_dir, diff_mode, check, to_stdout, roc, exclude, rule_d
     if check and summary.files_changed:
         sys.exit(EXIT_CHANGES)
     sys.exit(EXIT_OK)
+
+
+def _rocm_target(text: str | None) -> tuple[int, int]:
+    if text:
+        return parse_rocm_version(text)
+    return detect_installed() or NEWEST_ROCM
 
 
 def _check_output_dir(output_dir: Path, inputs: tuple[Path, ...]) -> None:

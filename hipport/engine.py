@@ -10,9 +10,14 @@ import re
 from dataclasses import dataclass
 
 from hipport import directives as dirs
+from hipport import rocm
+from hipport.callsites import rewrite_calls
+from hipport.launch import rewrite_launches
+from hipport.macros import rewrite_conditions
 from hipport.model import Conversion, Edit, FileResult, Finding
 from hipport.rules import RuleSet
 from hipport.scan import COMMENT, IDENT, KEYWORD, LITERAL, PUNCT, Lines, Tokens, lex
+from hipport.semantic import load_semantic, parse_version
 
 HIP_RUNTIME = b"hip/hip_runtime.h"
 _DEVICE_WORDS = {b"__global__", b"__device__", b"__shared__"}
@@ -26,9 +31,14 @@ _NOT_DECL_BEFORE = {b"return", b"case", b"else", b"throw", b"new", b"delete", b"
 _SKIP_DIRECTIVES = {b"include", b"include_next", b"import", b"pragma", b"error", b"warning", b"line"}
 
 
+NEWEST_ROCM = (7, 0)
+
+
 @dataclass(frozen=True, slots=True)
 class ConvertOptions:
     roc: bool = False
+    rocm_version: tuple = NEWEST_ROCM  # the ROCm release the output must build with
+    launch_syntax: str = "cuda"        # "cuda" keeps <<<>>>; "hip" writes hipLaunchKernelGGL
 
 
 def _newline(src: bytes) -> bytes:
@@ -48,21 +58,38 @@ class _FileConverter:
         self.edits: list[Edit] = []
         self.result = FileResult(path, src, None)
         self.defines: set[str] = set()
+        self.semantic = load_semantic()
+        self.claimed: set[int] = set()      # token indices a semantic pass has dealt with
+        self.once: set[str] = set()         # per-file findings already given
+        self.macro_values: dict[str, str] = {}
 
     # -- helpers -------------------------------------------------------------------------------
     def _finding(self, rule_id: str, severity: str, offset: int, message: str, subject: str = "") -> None:
         line, col = self.lines.line_col(offset)
         self.result.findings.append(Finding(rule_id, severity, line, col, message, subject=subject))
 
-    def _convert(self, start: int, end: int, new: bytes, cuda: str, category: str) -> None:
+    finding = _finding
+
+    def convert(self, start: int, end: int, new: bytes, cuda: str, category: str) -> None:
+        """An edit that counts as one converted reference in the summary."""
         self.edits.append(Edit(start, end, new))
         self.result.conversions.append(
             Conversion(cuda, new.decode("utf-8", "replace"), category, self.lines.line_col(start)[0])
         )
 
+    _convert = convert
+
+    def edits_only(self, start: int, end: int, new: bytes) -> None:
+        """A further edit belonging to a conversion already counted."""
+        self.edits.append(Edit(start, end, new))
+
     # -- passes --------------------------------------------------------------------------------
     def run(self) -> FileResult:
-        skip = self._tokens_to_skip()
+        self.skip = skip = self._tokens_to_skip()
+        rewrite_conditions(self)
+        rewrite_calls(self)
+        if self.options.launch_syntax == "hip":
+            rewrite_launches(self)
         self._rename_identifiers(skip)
         self._rewrite_includes()
         self._insert_runtime_include()
@@ -79,7 +106,10 @@ class _FileConverter:
                 for k in range(d.first, d.last):
                     skip[k] = 1
             elif d.name == b"define" and d.first + 2 < d.last:
-                self.defines.add(tokens.text(d.first + 2).decode("latin-1"))
+                macro = tokens.text(d.first + 2).decode("latin-1")
+                self.defines.add(macro)
+                body = b"".join(tokens.text(k) for k in range(d.first + 3, d.last) if tokens.kinds[k] != COMMENT)
+                self.macro_values[macro] = body.decode("latin-1")
             skip[d.first + 1 if d.first + 1 < d.last else d.first] = 1  # the directive's own name
         return skip
 
@@ -89,8 +119,10 @@ class _FileConverter:
         names, namespaces = rules.names, rules.namespaces
         n = len(tokens)
         unsupported_seen: set[str] = set()
+        claimed = self.claimed
+        target_rocm = self.options.rocm_version
         for i in range(n):
-            if kinds[i] != IDENT or skip[i]:
+            if kinds[i] != IDENT or skip[i] or i in claimed:
                 continue
             word = src[starts[i] : ends[i]]
             prev = tokens.text(i - 1) if i else b""
@@ -121,6 +153,11 @@ class _FileConverter:
                 unsupported_seen.add(name)
             elif target != name:
                 self._convert(starts[i], ends[i], target.encode(), name, rule.family)
+                added = rule.versions.get("roc_added" if roc and rule.roc else "hip_added")
+                if added and parse_version(added)[:2] > target_rocm and not _installed_has(target, target_rocm):
+                    self._finding("needs-newer-rocm", "warning", starts[i],
+                                  f"`{target}` needs ROCm {added} or newer (targeting "
+                                  f"{'.'.join(map(str, target_rocm))}); it is renamed anyway", subject=name)
 
     def _is_declaration(self, i: int) -> bool:
         """`T name(` or `struct name`: the user declares this name, so it is theirs, not CUDA's."""
@@ -199,6 +236,10 @@ class _FileConverter:
             at = self.tokens.starts[first]
         line = b"#include <hip/hip_runtime.h>" + _newline(self.src)
         self._convert(at, at, line, "(device code)", "include")
+
+
+def _installed_has(name: str, target_rocm: tuple) -> bool:
+    return rocm.detect_installed() == target_rocm[:2] and name in rocm.installed_names()
 
 
 def apply_edits(src: bytes, edits: list[Edit]) -> bytes:

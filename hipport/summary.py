@@ -22,6 +22,7 @@ class Summary:
     files_changed: int = 0
     files_failed: int = 0
     conversions: Counter = field(default_factory=Counter)          # category -> references converted
+    findings: Counter = field(default_factory=Counter)             # (severity, rule id) -> count
     unsupported: dict[str, NameTally] = field(default_factory=dict)
     unknown: dict[str, NameTally] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
@@ -55,6 +56,7 @@ def summarize(results: list[FileResult]) -> Summary:
         for conv in result.conversions:
             summary.conversions[conv.category] += 1
         for finding in result.findings:
+            summary.findings[(finding.severity, finding.rule_id)] += 1
             if finding.rule_id in ("unsupported-api", "removed-api", "unsupported-header"):
                 _tally(summary.unsupported, finding.subject, result.path, finding.line, finding.col)
         for name, line, col in result.unknown:

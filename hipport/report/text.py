@@ -27,7 +27,13 @@ def render_summary(console: Console, summary: Summary, *, verbose: bool, action:
                   + (f", [red]{summary.files_failed} failed[/red]" if summary.files_failed else ""))
     if summary.conversions:
         cats = ", ".join(f"{cat} {n}" for cat, n in sorted(summary.conversions.items(), key=lambda kv: (-kv[1], kv[0])))
-        console.print(f"  by category: {cats}", highlight=False)
+        console.print(f"  by category: {cats}", highlight=False, soft_wrap=True)
+    if summary.findings:
+        order = {"error": 0, "warning": 1, "info": 2}
+        items = sorted(summary.findings.items(), key=lambda kv: (order.get(kv[0][0], 3), kv[0][1]))
+        text = ", ".join(f"{rule} {n} ({severity})" for (severity, rule), n in items)
+        console.print(f"  findings: {text}" + ("" if verbose else " (-v lists them)"), highlight=False,
+                      soft_wrap=True, markup=False)
     limit = 10**9 if verbose else _LIST_LIMIT
     if summary.unsupported:
         _print_names(console, "CUDA names with no HIP equivalent (left as they are)", summary.unsupported, limit)

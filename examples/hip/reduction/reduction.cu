@@ -33,7 +33,7 @@
 // Sum `v` across the 32 lanes of a warp; lane 0 ends up with the total.
 __device__ __forceinline__ float warp_reduce_sum(float v) {
     for (int offset = 16; offset > 0; offset /= 2) {
-        v += __shfl_down_sync(0xffffffff, v, offset);
+        v += __shfl_down(v, offset);
     }
     return v;
 }
@@ -81,7 +81,7 @@ __global__ void block_sum_kernel(const float* __restrict__ in,
         const float x = (i < n) ? in[i] : 0.0f;
         sum += x;
         if (positive_count != nullptr) {
-            unsigned int ballot = __ballot_sync(FULL_MASK, x > 0.0f);
+            unsigned int ballot = __ballot(x > 0.0f);
             if (lane == 0) {
                 positives += __popc(ballot);
             }

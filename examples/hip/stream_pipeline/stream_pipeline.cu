@@ -100,7 +100,7 @@ int main(int argc, char** argv) {
     const float h_coeffs[POLY_DEGREE + 1] = {0.5f,  -1.0f, 0.25f, 0.125f,
                                              -0.0625f, 0.03125f, -0.015625f,
                                              0.0078125f};
-    CUDA_CHECK(hipMemcpyToSymbol(c_coeffs, h_coeffs, sizeof(h_coeffs)));
+    CUDA_CHECK(hipMemcpyToSymbol(HIP_SYMBOL(c_coeffs), h_coeffs, sizeof(h_coeffs)));
 
     // Pinned host buffers: required for cudaMemcpyAsync to be truly async.
     const size_t bytes = static_cast<size_t>(n) * sizeof(float);

@@ -1,0 +1,76 @@
+"""Project settings from `[tool.hipport]` in pyproject.toml or from `.hipport.toml`; command-line flags win."""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+KEYS = {
+    "rocm-version": str,
+    "offload-arch": (list, str),
+    "exclude": list,
+    "rules": list,
+    "launch-syntax": str,
+    "roc": bool,
+    "hipify-perl": str,
+    "fail-on": str,
+    "baseline": str,
+}
+
+
+class ConfigError(Exception):
+    pass
+
+
+@dataclass(slots=True)
+class Config:
+    path: Path | None = None
+    values: dict = field(default_factory=dict)
+
+    def get(self, key: str, default=None):
+        return self.values.get(key, default)
+
+    def paths(self, key: str) -> list[Path]:
+        """List-of-path settings, relative to the config file."""
+        base = self.path.parent if self.path else Path.cwd()
+        return [base / p for p in self.values.get(key, [])]
+
+
+def find_config(start: Path | None = None) -> Path | None:
+    """The nearest `.hipport.toml`, or `pyproject.toml` with a `[tool.hipport]` table, from ``start`` upwards."""
+    here = (start or Path.cwd()).resolve()
+    for d in (here, *here.parents):
+        candidate = d / ".hipport.toml"
+        if candidate.is_file():
+            return candidate
+        pyproject = d / "pyproject.toml"
+        if pyproject.is_file() and b"[tool.hipport]" in pyproject.read_bytes():
+            return pyproject
+        if (d / ".git").exists():
+            break
+    return None
+
+
+def load_config(path: Path | None) -> Config:
+    if path is None:
+        return Config()
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read ({exc})") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML ({exc})") from None
+    table = data.get("tool", {}).get("hipport", {}) if path.name == "pyproject.toml" else data
+    if not isinstance(table, dict):
+        raise ConfigError(f"{path}: `[tool.hipport]` must be a table")
+    for key, value in table.items():
+        if key not in KEYS:
+            raise ConfigError(f"{path}: unknown setting `{key}` (known: {', '.join(sorted(KEYS))})")
+        if not isinstance(value, KEYS[key]):
+            raise ConfigError(f"{path}: setting `{key}` has the wrong type")
+        if isinstance(value, list) and not all(isinstance(v, str) for v in value):
+            raise ConfigError(f"{path}: setting `{key}` must be a list of strings")
+    if table.get("launch-syntax", "cuda") not in ("cuda", "hip"):
+        raise ConfigError(f"{path}: `launch-syntax` must be \"cuda\" or \"hip\"")
+    return Config(path, dict(table))

@@ -1,0 +1,125 @@
+"""`--launch-syntax hip`: `k<<<g, b, shm, s>>>(args)` becomes `hipLaunchKernelGGL(k, dim3(g), dim3(b), shm, s, args)`.
+
+The rewrite is a handful of small edits around the launch's punctuation rather than one big replacement, so the
+renames inside the configuration and the arguments (a `cudaStream_t`, say) still apply."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from hipport.calls import matching_close, next_code, prev_code, split_args
+from hipport.scan import IDENT, KEYWORD, PUNCT
+
+if TYPE_CHECKING:
+    from hipport.engine import _FileConverter
+
+
+def _is(tokens, i: int, text: bytes) -> bool:
+    return 0 <= i < len(tokens) and tokens.kinds[i] == PUNCT and tokens.text(i) == text
+
+
+def _adjacent(tokens, i: int, a: bytes, b: bytes) -> bool:
+    return _is(tokens, i, a) and _is(tokens, i + 1, b) and tokens.starts[i + 1] == tokens.ends[i]
+
+
+def _kernel_start(tokens, lt: int) -> tuple[int, bool] | None:
+    """Index of the first token of the kernel expression before `<<<`, and whether it names a template instance."""
+    i = prev_code(tokens, lt - 1)
+    templated = False
+    if _is(tokens, i, b">") or _is(tokens, i, b">>"):
+        depth = 0
+        while i >= 0:
+            t = tokens.text(i) if tokens.kinds[i] == PUNCT else b""
+            depth += {b">": 1, b">>": 2, b"<": -1, b"<<": -2}.get(t, 0)
+            if depth <= 0:
+                break
+            i -= 1
+        if i < 0:
+            return None
+        templated = True
+        i = prev_code(tokens, i - 1)
+    elif _is(tokens, i, b")"):
+        depth = 0
+        while i >= 0:
+            t = tokens.text(i)
+            depth += 1 if t == b")" else -1 if t == b"(" else 0
+            if depth == 0:
+                return i, False
+            i -= 1
+        return None
+    if i < 0 or tokens.kinds[i] != IDENT:
+        return None
+    while True:
+        p = prev_code(tokens, i - 1)
+        if _is(tokens, p, b"::"):
+            q = prev_code(tokens, p - 1)
+            if q >= 0 and tokens.kinds[q] == IDENT:
+                i = q
+                continue
+            i = p
+        break
+    return i, templated
+
+
+def rewrite_launches(conv: "_FileConverter") -> None:
+    tokens = conv.tokens
+    n = len(tokens)
+    i = 0
+    while i < n:
+        if not _adjacent(tokens, i, b"<<", b"<"):
+            i += 1
+            continue
+        found = _launch(conv, i)
+        i = found if found else i + 2
+
+
+def _launch(conv: "_FileConverter", lt: int) -> int | None:
+    tokens = conv.tokens
+    n = len(tokens)
+    # Find the `>>>` closing this configuration at bracket depth 0.
+    depth = 0
+    gt = None
+    for j in range(lt + 2, n):
+        t = tokens.text(j) if tokens.kinds[j] == PUNCT else b""
+        if t in (b"(", b"[", b"{"):
+            depth += 1
+        elif t in (b")", b"]", b"}"):
+            depth -= 1
+            if depth < 0:
+                return None
+        elif t == b";" and depth == 0:
+            return None
+        elif depth == 0 and _adjacent(tokens, j, b">>", b">"):
+            gt = j
+            break
+    if gt is None:
+        return None
+    paren = next_code(tokens, gt + 2)
+    if not _is(tokens, paren, b"("):
+        return None
+    close = matching_close(tokens, paren)
+    kernel = _kernel_start(tokens, lt)
+    if close is None or kernel is None:
+        return None
+    k0, templated = kernel
+    # The configuration sits between `<` (lt + 1) and `>>` (gt): split it like call arguments.
+    config = split_args(tokens, lt + 1, gt)
+    if not 2 <= len(config) <= 4 or any(a.first == a.last for a in config):
+        return None
+    has_args = next_code(tokens, paren + 1) < close
+    src_start = tokens.starts
+    name = "<<<>>>"
+    head = b"hipLaunchKernelGGL(" + (b"HIP_KERNEL_NAME(" if templated else b"")
+    conv.convert(src_start[k0], src_start[k0], head, name, "launch")
+    conv.edits_only(tokens.starts[lt], config[0].start, (b")" if templated else b"") + b", dim3(")
+    conv.edits_only(config[0].end, config[1].start, b"), dim3(")
+    tail_missing = {2: b", 0, 0", 3: b", 0", 4: b""}[len(config)]
+    if len(config) >= 3:
+        conv.edits_only(config[1].end, config[2].start, b"), ")
+        if len(config) == 4:
+            conv.edits_only(config[2].end, config[3].start, b", ")
+        last_close = b""
+    else:
+        last_close = b")"
+    conv.edits_only(config[-1].end, tokens.starts[paren] + 1, last_close + tail_missing + (b", " if has_args else b""))
+    return gt + 2

@@ -1,0 +1,51 @@
+"""Preprocessor conditions that test CUDA's own macros: header guards become HIP's, device-pass tests become
+`__HIP_DEVICE_COMPILE__`, and numeric version or architecture comparisons are reported, never rewritten."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from hipport.calls import next_code, prev_code
+from hipport.scan import IDENT
+
+if TYPE_CHECKING:
+    from hipport.engine import _FileConverter
+
+_CONDITIONS = {b"if", b"elif", b"ifdef", b"ifndef", b"elifdef", b"elifndef"}
+_PRESENCE_DIRECTIVES = {b"ifdef", b"ifndef", b"elifdef", b"elifndef"}
+
+
+def rewrite_conditions(conv: "_FileConverter") -> None:
+    sem = conv.semantic
+    tokens = conv.tokens
+    for d in conv.structure.directives:
+        if d.name not in _CONDITIONS:
+            continue
+        for k in range(d.first + 2, d.last):
+            if tokens.kinds[k] != IDENT:
+                continue
+            name = tokens.text(k).decode("latin-1")
+            if name in sem.guards:
+                conv.claimed.add(k)
+                conv.convert(tokens.starts[k], tokens.ends[k], sem.guards[name].encode(), name, "macro")
+                continue
+            presence = d.name in _PRESENCE_DIRECTIVES or _inside_defined(tokens, k, d.first + 2)
+            if presence and name in sem.device_pass:
+                conv.claimed.add(k)
+                conv.convert(tokens.starts[k], tokens.ends[k], sem.device_pass[name].encode(), name, "macro")
+            elif not presence and name in sem.version_macros:
+                conv.claimed.add(k)
+                conv.finding("cuda-version-macro", "warning", tokens.starts[k],
+                             f"`{name}` in a condition: {sem.version_macros[name]}", subject=name)
+
+
+def _inside_defined(tokens, k: int, first: int) -> bool:
+    """`defined(X)` or `defined X`."""
+    p = prev_code(tokens, k - 1)
+    if p >= first and tokens.text(p) == b"defined":
+        return True
+    if p >= first and tokens.text(p) == b"(":
+        q = prev_code(tokens, p - 1)
+        n = next_code(tokens, k + 1)
+        return q >= first and tokens.text(q) == b"defined" and n < len(tokens) and tokens.text(n) == b")"
+    return False

@@ -1,0 +1,85 @@
+"""What ROCm the output must build with: from the user, else from the installed HIP, else the newest known."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from functools import lru_cache
+from pathlib import Path
+
+_VERSION_ARG = re.compile(r"^(\d+)\.(\d+)(?:\.\d+)?$")
+
+
+class VersionError(ValueError):
+    pass
+
+
+def parse_rocm_version(text: str) -> tuple[int, int]:
+    m = _VERSION_ARG.match(text.strip())
+    if not m:
+        raise VersionError(f"`{text}` is not a ROCm version; write it like 6.2")
+    return int(m.group(1)), int(m.group(2))
+
+
+def include_roots() -> list[Path]:
+    roots = []
+    for env in ("ROCM_PATH", "HIP_PATH"):
+        if os.environ.get(env):
+            roots.append(Path(os.environ[env]) / "include")
+    roots += [Path("/opt/rocm/include"), Path("/usr/include")]
+    return [r for r in roots if (r / "hip" / "hip_version.h").is_file()]
+
+
+@lru_cache(maxsize=1)
+def detect_installed() -> tuple[int, int] | None:
+    """Version of the installed HIP, from `hip/hip_version.h`, else `hipconfig --version`."""
+    for root in include_roots():
+        text = (root / "hip" / "hip_version.h").read_text(errors="replace")
+        major = re.search(r"#define\s+HIP_VERSION_MAJOR\s+(\d+)", text)
+        minor = re.search(r"#define\s+HIP_VERSION_MINOR\s+(\d+)", text)
+        if major and minor:
+            return int(major.group(1)), int(minor.group(1))
+    exe = shutil.which("hipconfig")
+    if exe:
+        try:
+            out = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=10).stdout
+        except (OSError, subprocess.SubprocessError):
+            return None
+        m = re.match(r"(\d+)\.(\d+)", out.strip())
+        if m:
+            return int(m.group(1)), int(m.group(2))
+    return None
+
+
+def installed_header_layout(header: str) -> str:
+    """Library headers moved into folders (`hipblas/hipblas.h`); an older install has only the flat file."""
+    if "/" not in header or header.startswith("hip/"):
+        return header
+    flat = header.rsplit("/", 1)[1]
+    roots = include_roots()
+    if not roots or any((r / header).is_file() for r in roots):
+        return header
+    if any((r / flat).is_file() for r in roots):
+        return flat
+    return header
+
+
+@lru_cache(maxsize=1)
+def installed_names() -> frozenset[str]:
+    """Identifiers the installed HIP headers mention: where a table says a name arrived in a later release
+    than the installed one, yet the installed headers have it, the headers are right."""
+    names: set[str] = set()
+    ident = re.compile(rb"[A-Za-z_][A-Za-z0-9_]{2,}")
+    for root in include_roots():
+        for sub in ("hip", "hiprand", "hipsparse", "hipblas", "hipfft", "hipsolver", "hipcub", "rocrand", "rocsparse"):
+            folder = root / sub
+            if not folder.is_dir():
+                continue
+            for header in folder.rglob("*.h*"):
+                try:
+                    names.update(m.decode() for m in ident.findall(header.read_bytes()))
+                except OSError:
+                    continue
+    return frozenset(names)
