@@ -111,6 +111,9 @@ def _load_mapping_file(path: Path, data: dict, rules: RuleSet, override: bool) -
     names = data.get("names", {})
     if not isinstance(names, dict):
         raise RuleError(f"{path}: `[names]` must be a table")
+    if "import" in data:
+        _merge_imported(path, data, rules, fam, names)
+        return
     count = 0
     for cuda, entry in names.items():
         if not _IDENT.match(cuda):
@@ -124,11 +127,39 @@ def _load_mapping_file(path: Path, data: dict, rules: RuleSet, override: bool) -
     rules.family_counts[fam] = rules.family_counts.get(fam, 0) + count
 
 
+def _merge_imported(path: Path, data: dict, rules: RuleSet, fam: str, names: dict) -> None:
+    """A file with an `[import]` table (hipify-perl's, see hipport/hipify_perl.py) merges: a name already loaded
+    takes its `hip`/`roc` but keeps its family, section and versions (the versions given are added); entries of
+    `[versions]` only add versions to names already loaded."""
+    versions_only = data.get("versions", {})
+    if not isinstance(versions_only, dict):
+        raise RuleError(f"{path}: `[versions]` must be a table")
+    count = 0
+    for table, create in ((names, True), (versions_only, False)):
+        for cuda, entry in table.items():
+            if not _IDENT.match(cuda):
+                raise RuleError(f"{path}: entry `{cuda}` is not a C identifier")
+            entry = _check_entry(path, cuda, entry, NAME_KEYS)
+            versions = {k: v for k, v in entry.items() if k in VERSION_KEYS}
+            old = rules.names.get(cuda)
+            if old is not None:
+                merged = {**versions, **{k: v for k, v in old.versions.items() if versions.get(k, "unknown") == "unknown"}}
+                rules.names[cuda] = NameRule(cuda, old.family, entry.get("hip", old.hip), entry.get("roc", old.roc),
+                                             old.section or entry.get("section", ""), merged)
+            elif create:
+                rules.names[cuda] = NameRule(cuda, fam, entry.get("hip"), entry.get("roc"), entry.get("section", ""),
+                                             versions)
+                count += 1
+    rules.family_counts[fam] = rules.family_counts.get(fam, 0) + count
+
+
 def _load_headers_file(path: Path, data: dict, rules: RuleSet) -> None:
     for cuda, entry in data.get("headers", {}).items():
         entry = _check_entry(path, cuda, entry, HEADER_KEYS)
         if not (entry.get("hip") or entry.get("remove") or entry.get("unsupported")):
             raise RuleError(f"{path}: header `{cuda}` needs one of `hip`, `remove` or `unsupported`")
+        if "import" in data and cuda in rules.headers:
+            continue  # an imported table (hipify-perl's) only adds headers; hipport's header table stays
         rules.headers[cuda] = HeaderRule(cuda, entry.get("hip"), entry.get("roc"), bool(entry.get("remove")),
                                          entry.get("unsupported"))
     for ns, entry in data.get("namespaces", {}).items():
