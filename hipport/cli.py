@@ -14,6 +14,7 @@ from hipport.config import ConfigError, find_config, load_config
 from hipport.engine import NEWEST_ROCM, ConvertOptions
 from hipport.rocm import VersionError, detect_installed, parse_rocm_version
 from hipport.files import InputError, collect_sources
+from hipport.hipify_perl import hipify_perl_dirs
 from hipport.rules import RuleError, load_rules
 from hipport.runner import convert_tree, unified_diff
 from hipport.report.text import render_summary
@@ -57,10 +58,16 @@ def main() -> None:
               help="Skip files and directories whose relative path or name matches GLOB (repeatable).")
 @click.option("--rules", "rule_dirs", multiple=True, type=click.Path(path_type=Path, file_okay=False),
               metavar="DIR", help="Extra rule directory whose entries win over the built-in ones (repeatable).")
+@click.option("--hipify-perl", "hipify_perl", type=click.Path(path_type=Path), metavar="PATH",
+              help="hipify-perl script whose renames override the bundled ones (its families, versions and "
+                   "header table stay hipport's; --rules still wins). Default: the project's `hipify-perl` "
+                   "setting, $HIPPORT_HIPIFY_PERL, /opt/rocm/bin/hipify-perl, then hipify-perl on PATH; "
+                   "HIPPORT_HIPIFY_PERL=off stops the search. Read once, cached by content hash.")
+@click.option("--no-hipify-perl", is_flag=True, help="Do not look for or use an installed hipify-perl.")
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors.")
 @click.option("-v", "--verbose", is_flag=True, help="List every changed file, every finding and every name.")
 def convert(paths, output_dir, diff_mode, check, to_stdout, roc, rocm_version, launch_syntax, config_path, exclude,
-            rule_dirs, quiet, verbose):
+            rule_dirs, hipify_perl, no_hipify_perl, quiet, verbose):
     """Convert CUDA sources under PATHS to HIP.
 
     PATHS are files or directories; directories are searched for .cu .cuh .cpp .cc .cxx .c .h .hpp .hh .inl
@@ -81,7 +88,7 @@ def convert(paths, output_dir, diff_mode, check, to_stdout, roc, rocm_version, l
     try:
         config = load_config(config_path if config_path is not None else find_config())
         rocm = _rocm_target(rocm_version or config.get("rocm-version"))
-        rules = load_rules([*config.paths("rules"), *rule_dirs])
+        rules = load_rules([*hipify_perl_dirs(hipify_perl, no_hipify_perl, config), *config.paths("rules"), *rule_dirs])
         sources = collect_sources(list(paths), (*config.get("exclude", []), *exclude))
     except (RuleError, InputError, ConfigError, VersionError) as exc:
         _fail(str(exc))
@@ -152,6 +159,9 @@ def _check_output_dir(output_dir: Path, inputs: tuple[Path, ...]) -> None:
 
 
 def _register_optional_commands() -> None:
+    from hipport.rules_cli import rules
+
+    main.add_command(rules)
     # The audit command lives in its own module so the convert path does not import the checks.
     try:
         from hipport.audit_cli import audit

@@ -362,7 +362,9 @@ def hipify_perl_rules_dir(explicit: Path | None = None, warn: Callable[[str], No
             return target
         parsed = parse_hipify_perl(data.decode("utf-8", errors="replace"), path)
     except HipifyPerlError as exc:
-        if how in ("--hipify-perl", ENV_VAR):
+        if how == ENV_VAR:
+            raise HipifyPerlError(f"{exc} (from ${ENV_VAR}; set it to `off` to use none)") from None
+        if how == "--hipify-perl":
             raise
         (warn or _stderr_warning)(f"{exc}; found on {how}, ignored (set {ENV_VAR}=off to stop looking)")
         return None
@@ -394,3 +396,27 @@ def _store_dir(parsed: HipifyPerl, target: Path, source: str, digest: str) -> Pa
 
 def _stderr_warning(message: str) -> None:
     print(f"hipport: warning: {message}", file=sys.stderr)
+
+
+def hipify_perl_dirs(flag: Path | None = None, disabled: bool = False, config=None) -> list[Path]:
+    """``[rules dir]`` of the hipify-perl to use, or ``[]``: what the command line puts before the other rule dirs.
+
+    ``--no-hipify-perl`` (``disabled``) wins; then ``--hipify-perl`` (``flag``); then the project setting
+    ``hipify-perl`` (a path relative to the config file, or ``off``); then ``find_hipify_perl``'s search."""
+    if disabled and flag is not None:
+        raise HipifyPerlError("--hipify-perl and --no-hipify-perl cannot be combined; choose one")
+    if disabled:
+        return []
+    explicit = flag
+    setting = config.get("hipify-perl") if config is not None else None
+    if explicit is None and isinstance(setting, str) and setting.strip():
+        if setting.strip().lower() in ENV_OFF:
+            return []
+        base = config.path.parent if getattr(config, "path", None) else Path.cwd()
+        try:
+            found = hipify_perl_rules_dir(base / setting)
+        except HipifyPerlError as exc:
+            raise HipifyPerlError(f"{exc} (the `hipify-perl` setting of {config.path})") from None
+        return [found] if found is not None else []
+    found = hipify_perl_rules_dir(explicit)
+    return [found] if found is not None else []

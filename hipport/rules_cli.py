@@ -1,0 +1,361 @@
+"""`hipport rules`: list the rule families, show one mapping, import an installed hipify-perl."""
+
+from __future__ import annotations
+
+import difflib
+import re
+import sys
+import tomllib
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import click
+
+from hipport.hipify_perl import (HEADERS_FILE, NAMES_FILE, UNSUPPORTED_SUBS, hipify_perl_dirs, read_hipify_perl,
+                                 to_rule_files)
+from hipport.rules import NameRule, RuleError, RuleSet, builtin_rules_dir, load_rules
+
+EXIT_OK, EXIT_NOT_FOUND, EXIT_USAGE = 0, 1, 2
+_RULE_ID = re.compile(r"^[a-z][a-z0-9]*(?:-[a-z0-9]+)+$")
+_UNSUPPORTED_LABELS = {"unsupported": "by HIP and ROC", "unsupported-hip": "by HIP only",
+                       "unsupported-roc": "by ROC only", "unsupported-device": "device functions"}
+_VERSION_LABELS = (("hip_added", "added in HIP"), ("hip_changed", "changed in HIP"),
+                   ("hip_deprecated", "deprecated in HIP"), ("hip_removed", "removed in HIP"))
+_ROC_LABELS = (("roc_added", "added in ROCm"), ("roc_changed", "changed in ROCm"),
+               ("roc_deprecated", "deprecated in ROCm"), ("roc_removed", "removed in ROCm"))
+_CUDA_LABELS = (("cuda_added", "added in CUDA"), ("cuda_changed", "changed in CUDA"),
+                ("cuda_deprecated", "deprecated in CUDA"), ("cuda_removed", "removed in CUDA"))
+
+
+def _fail(message: str, code: int = EXIT_USAGE) -> None:
+    click.echo(f"hipport: error: {message}", err=True)
+    sys.exit(code)
+
+
+def _source_options(fn):
+    """--rules / --hipify-perl / --no-hipify-perl / --config: the rule sources `hipport convert` would use."""
+    fn = click.option("--config", "config_path", type=click.Path(path_type=Path),
+                      help="Project settings file whose `rules` and `hipify-perl` settings apply (default: the "
+                           "nearest .hipport.toml, or pyproject.toml with [tool.hipport]).")(fn)
+    fn = click.option("--no-hipify-perl", is_flag=True,
+                      help="Do not look for or use an installed hipify-perl.")(fn)
+    fn = click.option("--hipify-perl", "hipify_perl", type=click.Path(path_type=Path), metavar="PATH",
+                      help="hipify-perl script whose renames override the bundled ones (default: "
+                           "$HIPPORT_HIPIFY_PERL, then /opt/rocm/bin/hipify-perl, then hipify-perl on PATH; "
+                           "HIPPORT_HIPIFY_PERL=off stops the search).")(fn)
+    fn = click.option("--rules", "rule_dirs", multiple=True, type=click.Path(path_type=Path), metavar="DIR",
+                      help="Extra rule directory whose entries win over the built-in ones (repeatable).")(fn)
+    return fn
+
+
+@dataclass
+class _Sources:
+    rules: RuleSet
+    builtin: RuleSet
+    layers: list[tuple[str, Path]] = field(default_factory=list)  # (label, directory), in load order
+
+
+def _load(rule_dirs, hipify_perl, no_hipify_perl, config_path) -> _Sources:
+    from hipport.config import ConfigError, find_config, load_config
+
+    try:
+        config = load_config(config_path if config_path is not None else find_config())
+        hp = hipify_perl_dirs(hipify_perl, no_hipify_perl, config)
+        layers = [("hipify-perl", d) for d in hp]
+        layers += [("--rules", Path(d)) for d in (*config.paths("rules"), *rule_dirs)]
+        rules = load_rules([d for _, d in layers])
+        builtin = load_rules([]) if layers else rules
+    except (RuleError, ConfigError) as exc:
+        _fail(str(exc))
+    return _Sources(rules, builtin, layers)
+
+
+def _read_layer(directory: Path) -> list[tuple[Path, dict]]:
+    out = []
+    for path in sorted(directory.glob("**/*.toml")):
+        try:
+            with path.open("rb") as fh:
+                out.append((path, tomllib.load(fh)))
+        except (OSError, tomllib.TOMLDecodeError):
+            continue  # load_rules has already validated these; a file gone since is simply not described
+    return out
+
+
+@click.group("rules", invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
+@_source_options
+@click.pass_context
+def rules(ctx, rule_dirs, hipify_perl, no_hipify_perl, config_path):
+    """List the rule families and their counts; see the subcommands to show or import rules.
+
+    Without a subcommand, lists the built-in families (CUDA names each maps, how many have a HIP name), the
+    header table, and each extra rule directory in the order it is loaded: the installed hipify-perl's
+    rules first, then --rules directories (and the project's `rules` setting), each winning over the ones before.
+
+    \b
+    Exit status:
+      0  listed
+      2  usage error, malformed rule file, or a hipify-perl that cannot be read
+    """
+    ctx.ensure_object(dict)
+    ctx.obj["sources"] = (rule_dirs, hipify_perl, no_hipify_perl, config_path)
+    if ctx.invoked_subcommand is not None:
+        return
+    src = _load(rule_dirs, hipify_perl, no_hipify_perl, config_path)
+    _list(src)
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n:,} {word}{'' if n == 1 else 's'}"
+
+
+def _family_table(names: dict[str, NameRule]) -> dict[str, tuple[int, int]]:
+    total: Counter = Counter()
+    renamed: Counter = Counter()
+    for rule in names.values():
+        total[rule.family] += 1
+        if rule.hip:
+            renamed[rule.family] += 1
+    return {fam: (total[fam], renamed[fam]) for fam in total}
+
+
+def _list(src: _Sources) -> None:
+    echo = click.echo
+    builtin = src.builtin
+    echo(f"built-in rules ({builtin_rules_dir()}):")
+    table = _family_table(builtin.names)
+    order = list(builtin.family_counts) + [f for f in table if f not in builtin.family_counts]
+    for fam in order:
+        if fam not in table:
+            continue
+        total, renamed = table[fam]
+        note = "  (reported, not renamed: see `hipport rules show`)" if fam in builtin.family_notes else ""
+        echo(f"  {fam:<12} {total:>6,} names, {renamed:>6,} with a HIP name{note}")
+    echo(f"  {'headers':<12} {len(builtin.headers):>6,} CUDA headers, {_plural(len(builtin.namespaces), 'namespace')}")
+    for label, directory in src.layers:
+        _list_layer(label, directory, builtin)
+    rules = src.rules
+    renamed = sum(1 for r in rules.names.values() if r.hip)
+    echo(f"in use: {len(rules.names):,} CUDA names ({renamed:,} with a HIP name, "
+         f"{len(rules.names) - renamed:,} reported as unsupported), {len(rules.headers):,} CUDA headers")
+
+
+def _list_layer(label: str, directory: Path, builtin: RuleSet) -> None:
+    echo = click.echo
+    files = _read_layer(directory)
+    where = f" (rules cached in {directory})" if label == "hipify-perl" else ""
+    echo(f"{_layer_name(label, directory, files)}{where}:")
+    for path, data in sorted(files, key=lambda pd: ("headers" in pd[1], pd[0])):
+        names = data.get("names") if isinstance(data.get("names"), dict) else {}
+        headers = data.get("headers") if isinstance(data.get("headers"), dict) else {}
+        fam = data.get("family", {}).get("name", path.stem) if isinstance(data.get("family"), dict) else path.stem
+        if names:
+            with_hip = sum(1 for e in names.values() if isinstance(e, dict) and "hip" in e)
+            known = [n for n in names if n in builtin.names]
+            changed = sum(1 for n in known if isinstance(names[n], dict) and "hip" in names[n]
+                          and names[n]["hip"] != builtin.names[n].hip)
+            echo(f"  {fam:<12} {len(names):>6,} names, {with_hip:>6,} with a HIP name; {changed:,} change a "
+                 f"built-in target, {len(names) - len(known):,} new")
+        if headers:
+            new = sum(1 for h in headers if h not in builtin.headers)
+            kept = " (built-in headers are kept)" if "import" in data else ""
+            echo(f"  {'headers':<12} {len(headers):>6,} CUDA headers, {new:,} new{kept}")
+        if not names and not headers:
+            echo(f"  {path.name}: no names or headers")
+
+
+@rules.command("show")
+@click.argument("name")
+@_source_options
+@click.pass_context
+def show(ctx, name, rule_dirs, hipify_perl, no_hipify_perl, config_path):
+    """Show what hipport does with NAME: a CUDA name, a CUDA header, a namespace, or an audit rule id.
+
+    For a CUDA name: its family and section, HIP and ROC names with the versions that added, changed,
+    deprecated or removed them, and where the mapping comes from when it is not the built-in one.
+    An unknown NAME prints the closest known names.
+
+    \b
+    Exit status:
+      0  NAME is known
+      1  NAME is not known (close matches are suggested)
+      2  usage error or malformed rule file
+    """
+    g_dirs, g_hp, g_no_hp, g_config = ctx.obj.get("sources", ((), None, False, None)) if ctx.obj else ((), None, False, None)
+    src = _load((*g_dirs, *rule_dirs), hipify_perl or g_hp, no_hipify_perl or g_no_hp, config_path or g_config)
+    rules = src.rules
+    if name in rules.names:
+        _show_name(src, rules.names[name])
+    elif name in rules.headers:
+        _show_header(src, name)
+    elif name in rules.namespaces:
+        click.echo(f"{name}  (namespace)\n  HIP: {rules.namespaces[name]}  (`{name}::` and `namespace {name}` are "
+                   f"renamed)")
+    else:
+        text, hint = _describe_audit_rule(name)
+        if text is not None:
+            click.echo(text, nl=not text.endswith("\n"))
+            return
+        choices = [*rules.names, *rules.headers, *rules.namespaces]
+        close = difflib.get_close_matches(name, choices, n=5, cutoff=0.75)
+        lowered = [c for c in choices if c.lower() == name.lower() and c not in close]
+        close = lowered + close
+        if close:
+            _fail(f"no rule for `{name}`; did you mean {', '.join(close[:5])}?", EXIT_NOT_FOUND)
+        if hint and _RULE_ID.match(name):
+            _fail(hint, EXIT_NOT_FOUND)
+        _fail(f"no rule for `{name}` ({len(rules.names):,} CUDA names and {len(rules.headers):,} headers known; "
+              f"nothing close)", EXIT_NOT_FOUND)
+
+
+def _describe_audit_rule(rule_id: str) -> tuple[str | None, str | None]:
+    """(description, None) from hipport.audit.describe_rule when it knows ``rule_id``; else (None, its hint)."""
+    try:
+        from hipport.audit import describe_rule
+    except Exception:  # no audit module, or one that does not import: the hazard data's own describer, if any
+        try:
+            from hipport.hazards import describe_rule
+        except Exception:
+            return None, None
+    try:
+        text = describe_rule(rule_id)
+    except KeyError as exc:
+        return None, str(exc.args[0]) if exc.args else None
+    except Exception:
+        return None, None
+    if not text:
+        return None, None
+    return str(text), None
+
+
+def _versions(rule: NameRule, labels) -> str:
+    return "; ".join(f"{label} {rule.versions[key]}" for key, label in labels if key in rule.versions)
+
+
+def _layer_name(label: str, directory: Path, files: list[tuple[Path, dict]]) -> str:
+    """`hipify-perl /opt/rocm/bin/hipify-perl` for an imported table, else `--rules DIR`."""
+    source = next((d["import"].get("source") for _, d in files if isinstance(d.get("import"), dict)), None)
+    if source:
+        return f"hipify-perl {source}"
+    return f"{label} {directory}"
+
+
+def _origin(src: _Sources, name: str, table: str) -> str | None:
+    """The last extra layer that has ``name`` in ``table`` (or, for names, in `[versions]`), if any."""
+    found = None
+    for label, directory in src.layers:
+        files = _read_layer(directory)
+        for _, data in files:
+            entries = data.get(table)
+            if isinstance(entries, dict) and name in entries:
+                found = _layer_name(label, directory, files)
+            elif table == "names" and isinstance(data.get("versions"), dict) and name in data["versions"]:
+                found = found or _layer_name(label, directory, files)
+    return found
+
+
+def _show_name(src: _Sources, rule: NameRule) -> None:
+    echo = click.echo
+    rules = src.rules
+    section = f", {rule.section}" if rule.section else ""
+    echo(f"{rule.cuda}  ({rule.family}{section})")
+    note = rules.family_notes.get(rule.family)
+    hip_v = _versions(rule, _VERSION_LABELS)
+    if rule.hip:
+        echo(f"  HIP:          {rule.hip}" + (f"  ({hip_v})" if hip_v else ""))
+        if note:
+            echo(f"                not renamed without --roc: {note}")
+    else:
+        kind = "removed from CUDA" if "cuda_removed" in rule.versions else "unsupported"
+        echo(f"  HIP:          none ({kind}: reported, never renamed)" + (f"  ({hip_v})" if hip_v else ""))
+    roc_v = _versions(rule, _ROC_LABELS)
+    if rule.roc:
+        echo(f"  ROC (--roc):  {rule.roc}" + (f"  ({roc_v})" if roc_v else ""))
+    elif rule.hip:
+        echo(f"  ROC (--roc):  none; --roc writes the HIP name")
+    cuda_v = _versions(rule, _CUDA_LABELS)
+    if cuda_v:
+        echo(f"  CUDA:         {cuda_v}")
+    if "experimental" in rule.versions:
+        v = rule.versions["experimental"]
+        echo(f"  experimental: {'in HIP ' + v if v != 'unknown' else 'yes (hipify-perl lists it so)'}")
+    origin = _origin(src, rule.cuda, "names")
+    if origin is not None:
+        base = src.builtin.names.get(rule.cuda)
+        if base is None:
+            echo(f"  from:         {origin} (not in the built-in rules)")
+        elif (base.hip, base.roc) != (rule.hip, rule.roc):
+            was = f"{base.hip or 'unsupported'}" + (f", ROC {base.roc}" if base.roc else "")
+            echo(f"  from:         {origin} (built-in: {was})")
+        else:
+            echo(f"  from:         built-in rules; {origin} agrees")
+
+
+def _show_header(src: _Sources, name: str) -> None:
+    echo = click.echo
+    h = src.rules.headers[name]
+    echo(f"{name}  (CUDA header)")
+    if h.remove:
+        echo("  HIP:          none: the #include is removed")
+    elif h.unsupported:
+        echo(f"  HIP:          none: {h.unsupported}")
+    else:
+        echo(f"  HIP:          {h.hip}")
+    if h.roc:
+        echo(f"  ROC (--roc):  {h.roc}")
+    if name not in src.builtin.headers:
+        origin = _origin(src, name, "headers")
+        if origin is not None:
+            echo(f"  from:         {origin}")
+
+
+@rules.command("import-hipify-perl")
+@click.argument("path", type=click.Path(path_type=Path))
+@click.option("-o", "--output-dir", type=click.Path(path_type=Path), default=Path("hipify-perl-rules"),
+              show_default=True, help="Directory to write the rule files into (created if missing; the two "
+                                      f"files {NAMES_FILE} and {HEADERS_FILE} are replaced).")
+def import_hipify_perl(path, output_dir):
+    """Turn the hipify-perl script at PATH into a hipport rules directory, and print what it holds.
+
+    Reads the subst(...) lines of simpleSubstitutions (HIP names), rocSubstitutions (--roc names) and
+    experimentalSubstitutions, the include substitutions (headers), the %deprecated_funcs, %removed_funcs and
+    %experimental_funcs hashes, and the unsupported-function lists. Use the result with
+    `hipport convert --rules DIR`: its renames override the bundled ones, while built-in families, versions and
+    the header table stay. (`hipport convert` also reads an installed hipify-perl by itself; see --hipify-perl.)
+
+    \b
+    Exit status:
+      0  written
+      2  PATH is missing or not a hipify-perl script, or DIR cannot be written
+    """
+    try:
+        parsed, digest = read_hipify_perl(path)
+    except RuleError as exc:
+        _fail(str(exc))
+    if output_dir.exists() and not output_dir.is_dir():
+        _fail(f"{output_dir}: --output-dir must be a directory, and this is a file")
+    try:
+        written = to_rule_files(parsed, output_dir, str(path.resolve()), digest)
+    except OSError as exc:
+        _fail(f"{output_dir}: cannot write rule files ({exc.strerror or exc})")
+    names, versions, headers = parsed.rule_entries()
+    echo = click.echo
+    echo(f"read {path} (sha256 {digest[:12]}...)")
+    echo(f"wrote {written[0]} ({len(names):,} names, {len(versions):,} version-only entries) and "
+         f"{written[1]} ({len(headers):,} headers)")
+    counts = parsed.counts()
+    for kind in ("rename", "roc rename", "experimental rename"):
+        cats = sorted(((c, n) for (k, c), n in counts.items() if k == kind), key=lambda cn: (-cn[1], cn[0]))
+        if cats:
+            total = sum(n for _, n in cats)
+            echo(f"  {kind + 's':<21} {total:>6,}: " + ", ".join(f"{c} {n:,}" for c, n in cats))
+    echo(f"  {'headers':<21} {counts[('header', 'hip')]:>6,} HIP, {counts[('header', 'roc')]:,} ROC")
+    echo(f"  {'versions':<21} {counts[('version', 'deprecated')]:>6,} deprecated, "
+         f"{counts[('version', 'removed')]:,} removed, {counts[('version', 'experimental')]:,} experimental")
+    unsupported = [(kind, counts[("unsupported", kind)]) for kind in UNSUPPORTED_SUBS.values()]
+    echo(f"  {'unsupported':<21} {sum(n for _, n in unsupported):>6,}: "
+         + ", ".join(f"{_UNSUPPORTED_LABELS[k]} {n:,}" for k, n in unsupported))
+    if parsed.skipped:
+        echo(f"  {'ignored':<21} {len(parsed.skipped):>6,} subst lines that are not a plain name or header "
+             f"(first: {parsed.skipped[0]})")
+    echo(f"use it with: hipport convert --rules {output_dir} ...")
