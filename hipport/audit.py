@@ -1,0 +1,96 @@
+"""`hipport audit`: wave64, mask, warpSize and atomics hazards in CUDA or HIP sources, each finding with a
+suggested fix where one can be given. Never writes sources; `apply_suggestions` returns new bytes."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from hipport.checks import atomics, ballot, builtins, coop_groups, inline_ptx, lane_math, masks, names
+from hipport.checks import warp_loops, warpsize
+from hipport.checks.context import Context
+from hipport.hazards import describe_rule, load_hazards  # noqa: F401  (describe_rule is part of this API)
+from hipport.model import Edit, Finding
+from hipport.scan import COMMENT
+
+DEFAULT_ARCHS = ("gfx90a", "gfx942", "gfx1100")  # MI200 and MI300 (wave64) and RDNA3 (wave32)
+NEWEST_ROCM = (7, 0)
+
+# Check functions in the order they run; each takes a Context and reports through it.
+CHECKS = (
+    masks.check, ballot.check, lane_math.check, warp_loops.check, warpsize.check, inline_ptx.check,
+    builtins.check, coop_groups.check, names.check, atomics.check,
+)
+
+_IGNORE = re.compile(rb"hipport:\s*ignore\[([^\]]*)\]")
+
+
+@dataclass(frozen=True)
+class AuditOptions:
+    offload_arch: tuple[str, ...] = DEFAULT_ARCHS
+    rocm_version: tuple[int, ...] = NEWEST_ROCM
+    select: frozenset[str] = field(default_factory=frozenset)   # empty: every rule
+    ignore: frozenset[str] = field(default_factory=frozenset)
+
+    def wants(self, rule_id: str) -> bool:
+        return (not self.select or rule_id in self.select) and rule_id not in self.ignore
+
+
+def _suppressed(ctx: Context) -> dict[int, set[str]]:
+    """Line -> rule ids silenced there by `// hipport: ignore[a,b]` on that line or the line above."""
+    out: dict[int, set[str]] = {}
+    for i in range(ctx.n):
+        if ctx.kinds[i] != COMMENT:
+            continue
+        m = _IGNORE.search(ctx.text[i])
+        if not m:
+            continue
+        ids = {x.strip().decode("latin-1") for x in m.group(1).split(b",") if x.strip()}
+        line = ctx.lines.line_col(ctx.starts[i])[0]
+        end_line = ctx.lines.line_col(max(ctx.ends[i] - 1, ctx.starts[i]))[0]
+        for ln in (line, end_line, end_line + 1):
+            out.setdefault(ln, set()).update(ids)
+    return out
+
+
+def audit_source(src: bytes, path: str = "<stdin>", options: AuditOptions = AuditOptions()) -> list[Finding]:
+    """Findings for one file's bytes, sorted by position. Raises scan.LexError when libclang cannot read it."""
+    hazards = load_hazards()
+    ctx = Context(src, path, options, hazards)
+    for check in CHECKS:
+        check(ctx)
+    silenced = _suppressed(ctx)
+    seen = set()
+    out = []
+    for f in sorted(ctx.findings, key=lambda f: (f.line, f.col, f.rule_id)):
+        key = (f.rule_id, f.line, f.col)
+        if key in seen or not options.wants(f.rule_id) or f.rule_id in silenced.get(f.line, ()):
+            continue
+        seen.add(key)
+        out.append(f)
+    return out
+
+
+def apply_suggestions(src: bytes, findings, select: set[str] | frozenset[str] | None = None) -> bytes:
+    """Apply the edits of the findings whose rule is in ``select`` (all when empty or None). Identical edits
+    from several findings are applied once; an edit overlapping one already taken is skipped."""
+    edits: list[Edit] = []
+    seen = set()
+    for f in findings:
+        if select and f.rule_id not in select:
+            continue
+        for e in f.edits:
+            key = (e.start, e.end, e.new)
+            if key not in seen:
+                seen.add(key)
+                edits.append(e)
+    out = []
+    pos = len(src)
+    for e in sorted(edits, key=lambda e: (e.start, e.end), reverse=True):
+        if e.end > pos:
+            continue
+        out.append(src[e.end:pos])
+        out.append(e.new)
+        pos = e.start
+    out.append(src[:pos])
+    return b"".join(reversed(out))

@@ -1,0 +1,72 @@
+"""Check 2: ballot / active-mask / match results narrowed to 32 bits or handed to 32-bit bit functions."""
+
+from __future__ import annotations
+
+from hipport.checks.common import (BALLOTS, enclosing_calls, is_32bit_type, statement_start, type_span,
+                                   user_defined)
+from hipport.checks.context import IDENT, Context
+
+RULE = "ballot-32bit"
+BIT32 = {b"__popc": "__popcll", b"__ffs": "__ffsll", b"__clz": "__clzll", b"__brev": "__brevll"}
+
+
+def check(ctx: Context) -> None:
+    if RULE not in ctx.hazards or not (ctx.words & BALLOTS):
+        return
+    reported: set[int] = set()
+    holders: dict[tuple[int, bytes], int] = {}  # (function body start, var) -> declaration index
+    for i in range(ctx.n):
+        if ctx.kinds[i] != IDENT or ctx.text[i] not in BALLOTS or not ctx.is_call(i) \
+                or user_defined(ctx, ctx.text[i]):
+            continue
+        name = ctx.text[i].decode()
+        # Handed (possibly inside an expression) straight to a 32-bit bit function.
+        for call in enclosing_calls(ctx, i):
+            if ctx.text[call] in BIT32 and call not in reported:
+                reported.add(call)
+                wide = BIT32[ctx.text[call]]
+                ctx.report(RULE, call, f"`{ctx.text[call].decode()}` counts 32 bits of the 64-bit `{name}` result; "
+                           f"use `{wide}`", edits=[ctx.edit(call, wide)], subject=name)
+        # Kept in a variable: `T v = __ballot(...)` or `v = __ballot(...)`.
+        s = statement_start(ctx, i)
+        eq = next((k for k in range(s, i) if ctx.text[k] in (b"=", b"|=", b"&=") and ctx.match(k) < 0), None)
+        if eq is None or any(c > eq and ctx.text[c] not in BIT32 for c in enclosing_calls(ctx, i)):
+            continue
+        target = ctx.prev_code(eq)
+        if ctx.kinds[target] != IDENT:
+            continue
+        fn = ctx.function_at(i)
+        decl = target if ctx.is_decl_name(target) else ctx.find_decl(ctx.text[target], target,
+                                                                       fn.params if fn else None)
+        if decl is None:
+            continue
+        holders[(fn.body[0] if fn else -1, ctx.text[decl])] = decl
+        if decl in reported:
+            continue
+        narrow = is_32bit_type(ctx, decl)
+        if narrow is not True:
+            continue
+        reported.add(decl)
+        span = type_span(ctx, decl)
+        edits = [ctx.edit(span[0], "unsigned long long", span[1])] if span else []
+        confidence = "high" if ctx.parsed() is not None else "medium"
+        ctx.report(RULE, decl, f"`{ctx.text[decl].decode()}` keeps the 64-bit `{name}` result in a 32-bit type; "
+                   f"lanes 32-63 are lost (use `unsigned long long`)", edits=edits, confidence=confidence,
+                   subject=name)
+    _check_holders_in_bit_functions(ctx, holders, reported)
+
+
+def _check_holders_in_bit_functions(ctx: Context, holders: dict, reported: set[int]) -> None:
+    for (body_start, var), decl in holders.items():
+        fn = ctx.function_at(decl) if body_start >= 0 else None
+        hi = fn.body[1] if fn else ctx.n
+        for k in range(decl + 1, hi):
+            if ctx.text[k] != var or ctx.kinds[k] != IDENT:
+                continue
+            for call in enclosing_calls(ctx, k):
+                if ctx.text[call] in BIT32 and call not in reported:
+                    reported.add(call)
+                    wide = BIT32[ctx.text[call]]
+                    ctx.report(RULE, call, f"`{ctx.text[call].decode()}({var.decode()})` sees only 32 of the 64 "
+                               f"ballot bits in `{var.decode()}`; use `{wide}`", edits=[ctx.edit(call, wide)],
+                               subject=var.decode())

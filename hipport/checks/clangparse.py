@@ -1,0 +1,186 @@
+"""A libclang parse of one file, for the few questions that only types can answer.
+
+The file is parsed in CUDA mode with no toolkit: ``#include`` lines are blanked out (same length, so byte offsets
+stay those of the original), and a small stub header declares the CUDA/HIP built-ins, index variables and atomics
+with their CUDA signatures. ``warpSize`` is declared as a plain ``const int`` (not a constant), the way ROCm 7 has
+it, so clang itself reports the places where it sits in a constant expression.
+
+Only the extents the checks ask for are walked, since walking every cursor from Python costs far more than parsing.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from dataclasses import dataclass, field
+
+import clang.cindex as ci
+
+_NAME = "/hipport-audit/input.cu"
+_STUB = "/hipport-audit/stub.h"
+_ARGS = ["-x", "cuda", "-nocudainc", "-nocudalib", "--cuda-host-only", "--cuda-path=/nonexistent",
+         "-std=c++17", "-nostdinc", "-nostdinc++", "-include", _STUB, "-ferror-limit=0",
+         "-D__CUDACC__", "-D__HIPCC__", "-D__HIP_PLATFORM_AMD__"]
+_INCLUDE_LINE = re.compile(rb"(?m)^[ \t]*#[ \t]*include[^\n]*")
+
+_STUB_TEXT = b"""
+#define __global__ __attribute__((global))
+#define __device__ __attribute__((device))
+#define __host__ __attribute__((host))
+#define __shared__ __attribute__((shared))
+#define __constant__ __attribute__((constant))
+#define __managed__ __attribute__((managed))
+#define __forceinline__ __inline__ __attribute__((always_inline))
+#define __noinline__ __attribute__((noinline))
+#define __launch_bounds__(...) __attribute__((launch_bounds(__VA_ARGS__)))
+#define __restrict__ __restrict
+typedef decltype(sizeof(0)) size_t;
+typedef signed char int8_t; typedef unsigned char uint8_t; typedef short int16_t; typedef unsigned short uint16_t;
+typedef int int32_t; typedef unsigned int uint32_t; typedef long long int64_t; typedef unsigned long long uint64_t;
+struct uint3 { unsigned int x, y, z; };
+struct dim3 { unsigned int x, y, z; __host__ __device__ dim3(unsigned a = 1, unsigned b = 1, unsigned c = 1); };
+struct uchar4 { unsigned char x, y, z, w; };
+struct float2 { float x, y; }; struct float4 { float x, y, z, w; }; struct int2 { int x, y; }; struct int4 { int x, y, z, w; };
+extern "C" int cudaConfigureCall(dim3, dim3, size_t = 0, void* = 0);
+extern "C" int __cudaPushCallConfiguration(dim3, dim3, size_t = 0, void* = 0);
+extern const __device__ uint3 threadIdx, blockIdx;
+extern const __device__ dim3 blockDim, gridDim;
+extern const __device__ int warpSize;
+struct __half { unsigned short x; }; struct __half2 { __half x, y; }; struct __nv_bfloat16 { unsigned short x; };
+typedef __half half; typedef __half2 half2; typedef __nv_bfloat16 __hip_bfloat16;
+__device__ void __syncthreads(); __device__ void __syncwarp(unsigned mask = 0xffffffffu);
+__device__ void __threadfence(); __device__ void __threadfence_block(); __device__ void __threadfence_system();
+__device__ unsigned __ballot_sync(unsigned mask, int pred); __device__ unsigned long long __ballot(int pred);
+__device__ int __any_sync(unsigned mask, int pred); __device__ int __all_sync(unsigned mask, int pred);
+__device__ int __any(int pred); __device__ int __all(int pred);
+__device__ unsigned __activemask(); __device__ unsigned __lanemask_lt(); __device__ unsigned __lane_id();
+template <class T> __device__ unsigned __match_any_sync(unsigned mask, T v);
+template <class T> __device__ unsigned __match_all_sync(unsigned mask, T v, int* pred);
+template <class T> __device__ T __shfl_sync(unsigned mask, T v, int src, int width = 32);
+template <class T> __device__ T __shfl_up_sync(unsigned mask, T v, unsigned d, int width = 32);
+template <class T> __device__ T __shfl_down_sync(unsigned mask, T v, unsigned d, int width = 32);
+template <class T> __device__ T __shfl_xor_sync(unsigned mask, T v, int m, int width = 32);
+template <class T> __device__ T __shfl(T v, int src, int width = 64);
+template <class T> __device__ T __shfl_up(T v, unsigned d, int width = 64);
+template <class T> __device__ T __shfl_down(T v, unsigned d, int width = 64);
+template <class T> __device__ T __shfl_xor(T v, int m, int width = 64);
+template <class T> __device__ T __reduce_add_sync(unsigned mask, T v);
+template <class T> __device__ T __reduce_min_sync(unsigned mask, T v);
+template <class T> __device__ T __reduce_max_sync(unsigned mask, T v);
+__device__ int __popc(unsigned); __device__ int __popcll(unsigned long long);
+__device__ int __ffs(int); __device__ int __ffsll(long long);
+__device__ int __clz(int); __device__ int __clzll(long long);
+__device__ unsigned __brev(unsigned); __device__ unsigned long long __brevll(unsigned long long);
+#define HIPPORT_ATOMIC(name) \\
+  __device__ int name(int*, int); __device__ unsigned name(unsigned*, unsigned); \\
+  __device__ unsigned long long name(unsigned long long*, unsigned long long); \\
+  __device__ float name(float*, float); __device__ double name(double*, double); \\
+  __device__ __half name(__half*, __half); __device__ __half2 name(__half2*, __half2); \\
+  __device__ __nv_bfloat16 name(__nv_bfloat16*, __nv_bfloat16);
+HIPPORT_ATOMIC(atomicAdd) HIPPORT_ATOMIC(atomicAdd_system) HIPPORT_ATOMIC(atomicAdd_block)
+HIPPORT_ATOMIC(unsafeAtomicAdd) HIPPORT_ATOMIC(safeAtomicAdd)
+HIPPORT_ATOMIC(atomicSub) HIPPORT_ATOMIC(atomicExch) HIPPORT_ATOMIC(atomicMin) HIPPORT_ATOMIC(atomicMax)
+HIPPORT_ATOMIC(atomicAnd) HIPPORT_ATOMIC(atomicOr) HIPPORT_ATOMIC(atomicXor)
+HIPPORT_ATOMIC(atomicSub_system) HIPPORT_ATOMIC(atomicExch_system) HIPPORT_ATOMIC(atomicMin_system)
+HIPPORT_ATOMIC(atomicMax_system) HIPPORT_ATOMIC(atomicAnd_system) HIPPORT_ATOMIC(atomicOr_system)
+HIPPORT_ATOMIC(atomicXor_system)
+#undef HIPPORT_ATOMIC
+__device__ unsigned atomicInc(unsigned*, unsigned); __device__ unsigned atomicDec(unsigned*, unsigned);
+__device__ int atomicCAS(int*, int, int); __device__ unsigned atomicCAS(unsigned*, unsigned, unsigned);
+__device__ unsigned long long atomicCAS(unsigned long long*, unsigned long long, unsigned long long);
+"""
+
+_index: ci.Index | None = None
+
+
+@dataclass(slots=True)
+class Call:
+    name: str
+    arg_types: list[str]       # canonical spelling of each argument's type ("" when dependent/unknown)
+    param_types: list[str]     # canonical parameter types of the overload clang chose ([] when unresolved)
+
+
+@dataclass(slots=True)
+class Parsed:
+    """What the checks may ask of a parse; everything keyed by byte offset in the original source."""
+
+    decl_types: dict[int, str] = field(default_factory=dict)  # name offset of a variable/parameter -> type
+    calls: dict[int, Call] = field(default_factory=dict)       # callee-name offset -> call
+    const_expr_errors: list[tuple[int, int]] = field(default_factory=list)  # (start, end) of "not constant" errors
+
+    def in_const_error(self, offset: int) -> bool:
+        return any(s <= offset < e for s, e in self.const_expr_errors)
+
+
+def _get_index() -> ci.Index:
+    global _index
+    if _index is None:
+        _index = ci.Index.create(excludeDecls=True)
+    return _index
+
+
+def _blank(match: re.Match) -> bytes:
+    return b" " * len(match.group(0))
+
+
+_CONST_MESSAGES = ("constant expression", "variable length array", "variable-length array",
+                   "not an integral constant", "must be initialized by a constant", "cannot appear in a constant")
+
+
+def parse(src: bytes, regions: list[tuple[int, int]], call_names: frozenset[str]) -> Parsed | None:
+    """Parse ``src`` and collect declaration types and calls inside ``regions`` (sorted byte ranges).
+    None when libclang cannot produce a translation unit at all."""
+    text = _INCLUDE_LINE.sub(_blank, src)
+    try:
+        tu = _get_index().parse(_NAME, args=_ARGS, unsaved_files=[(_NAME, text), (_STUB, _STUB_TEXT)],
+                                options=ci.TranslationUnit.PARSE_INCOMPLETE)
+    except ci.TranslationUnitLoadError:
+        return None
+    out = Parsed()
+    for diag in tu.diagnostics:
+        if diag.severity < ci.Diagnostic.Warning:
+            continue
+        loc = diag.location
+        if loc.file is None or loc.file.name != _NAME:
+            continue
+        if any(m in diag.spelling for m in _CONST_MESSAGES):
+            spans = [(r.start.offset, r.end.offset + 1) for r in diag.ranges
+                     if r.start.file is not None and r.start.file.name == _NAME]
+            out.const_expr_errors.extend(spans or [(loc.offset, loc.offset + 1)])
+    if not regions:
+        return out
+    starts = [r[0] for r in regions]
+    ends = [r[1] for r in regions]
+
+    def overlaps(cursor: ci.Cursor) -> bool:
+        ext = cursor.extent
+        if ext.start.file is None or ext.start.file.name != _NAME:
+            return False
+        s, e = ext.start.offset, ext.end.offset
+        k = bisect.bisect_right(starts, e) - 1
+        return k >= 0 and ends[k] >= s
+
+    VAR, PARM, FIELD, CALL = (ci.CursorKind.VAR_DECL, ci.CursorKind.PARM_DECL, ci.CursorKind.FIELD_DECL,
+                              ci.CursorKind.CALL_EXPR)
+
+    def visit(cursor: ci.Cursor) -> None:
+        for child in cursor.get_children():
+            if not overlaps(child):
+                continue
+            kind = child.kind
+            if kind in (VAR, PARM, FIELD):
+                loc = child.location
+                if loc.file is not None and loc.file.name == _NAME:
+                    out.decl_types[loc.offset] = child.type.get_canonical().spelling
+            elif kind == CALL and child.spelling in call_names:
+                ref = child.referenced
+                params = []
+                if ref is not None and ref.kind in (ci.CursorKind.FUNCTION_DECL, ci.CursorKind.FUNCTION_TEMPLATE):
+                    params = [a.type.get_canonical().spelling for a in ref.get_arguments()]
+                args = [a.type.get_canonical().spelling for a in child.get_arguments()]
+                # The callee name is the first token of the call's extent for a plain call.
+                out.calls[child.extent.start.offset] = Call(child.spelling, args, params)
+            visit(child)
+
+    visit(tu.cursor)
+    return out

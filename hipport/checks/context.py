@@ -1,0 +1,468 @@
+"""What every check sees of one file: tokens with their texts, bracket matching, device-code regions,
+object-like macros, kernel parameters and launches, allocations, and (on demand) a libclang parse."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from hipport import directives as dirs
+from hipport.checks import clangparse
+from hipport.hazards import SEVERITY_RANK, Hazard, wave_size
+from hipport.model import Edit, Finding
+from hipport.scan import COMMENT, IDENT, KEYWORD, LITERAL, PUNCT, Lines, lex
+
+_OPEN = {b"(": b")", b"[": b"]", b"{": b"}"}
+_CLOSE = {b")", b"]", b"}"}
+_DEVICE_MARKS = {b"__global__", b"__device__"}
+THREAD_INDEX = {b"threadIdx", b"hipThreadIdx_x", b"hipThreadIdx_y", b"hipThreadIdx_z"}
+LANE_FUNCS = {b"__lane_id"}
+_INT_LITERAL = re.compile(rb"^(0[xX][0-9a-fA-F]+|0[bB][01]+|\d+)([uUlL]*)$")
+
+ALLOC_KINDS = {
+    b"cudaMalloc": "device", b"hipMalloc": "device", b"cudaMallocPitch": "device", b"hipMallocPitch": "device",
+    b"cudaMallocAsync": "device", b"hipMallocAsync": "device",
+    b"cudaMallocManaged": "managed", b"hipMallocManaged": "managed",
+    b"cudaMallocHost": "host", b"hipHostMalloc": "host", b"cudaHostAlloc": "host", b"hipHostAlloc": "host",
+    b"hipMallocHost": "host", b"hipExtMallocWithFlags": "device-flags",
+}
+
+
+def int_value(text: bytes) -> int | None:
+    m = _INT_LITERAL.match(text)
+    if not m:
+        return None
+    digits = m.group(1)
+    if digits[:2] in (b"0x", b"0X"):
+        return int(digits, 16)
+    if digits[:2] in (b"0b", b"0B"):
+        return int(digits[2:], 2)
+    if len(digits) > 1 and digits[0:1] == b"0":
+        return int(digits, 8)
+    return int(digits)
+
+
+@dataclass(slots=True)
+class Function:
+    name: str
+    name_index: int
+    params: tuple[int, int]        # indices of `(` and `)`
+    body: tuple[int, int]          # indices of `{` and `}`
+    device: bool
+    kernel: bool
+    template_params: list[str] = field(default_factory=list)
+    param_names: list[str] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class Allocation:
+    kind: str        # "device" | "managed" | "host" | "device-flags"
+    api: str
+    line: int
+
+
+class Context:
+    def __init__(self, src: bytes, path: str, options, hazards: dict[str, Hazard]) -> None:
+        self.src = src
+        self.path = path
+        self.options = options
+        self.hazards = hazards
+        self.tokens = lex(src)
+        self.lines = Lines(src)
+        self.structure = dirs.analyse(self.tokens, self.lines)
+        t = self.tokens
+        self.kinds = t.kinds
+        self.starts = t.starts
+        self.ends = t.ends
+        self.n = len(t)
+        self.text = [src[s:e] for s, e in zip(t.starts, t.ends)]
+        self.words = set(self.text)
+        self.in_directive = self.structure.in_directive
+        self.findings: list[Finding] = []
+        self._match = [-1] * self.n
+        self._match_brackets()
+        self.macros: dict[bytes, dirs.Directive] = {}
+        self._collect_macros()
+        self.device = bytearray(self.n)
+        self.functions: list[Function] = []
+        self._find_functions()
+        self._parsed: clangparse.Parsed | None | bool = False
+        self._allocs: dict[str, Allocation] | None = None
+        self._launch_args: dict[str, dict[int, list[str]]] | None = None
+
+    # -- structure ------------------------------------------------------------------------------
+    def _match_brackets(self) -> None:
+        text, in_dir, kinds = self.text, self.in_directive, self.kinds
+        stack: list[int] = []
+        for i in range(self.n):
+            if kinds[i] != PUNCT or in_dir[i]:
+                continue
+            t = text[i]
+            if t in _OPEN:
+                stack.append(i)
+            elif t in _CLOSE:
+                while stack and _OPEN[text[stack[-1]]] != t:
+                    stack.pop()
+                if stack:
+                    j = stack.pop()
+                    self._match[i] = j
+                    self._match[j] = i
+        for d in self.structure.directives:
+            stack = []
+            for i in range(d.first, d.last):
+                t = text[i]
+                if kinds[i] != PUNCT:
+                    continue
+                if t in _OPEN:
+                    stack.append(i)
+                elif t in _CLOSE and stack and _OPEN[text[stack[-1]]] == t:
+                    j = stack.pop()
+                    self._match[i] = j
+                    self._match[j] = i
+
+    def match(self, i: int) -> int:
+        return self._match[i]
+
+    def _collect_macros(self) -> None:
+        for d in self.structure.directives:
+            if d.name == b"define" and d.first + 2 < d.last:
+                self.macros[self.text[d.first + 2]] = d
+
+    def macro_value(self, name: bytes) -> list[int] | None:
+        """Token indices of an object-like macro's body (None for function-like or unknown macros)."""
+        d = self.macros.get(name)
+        if d is None:
+            return None
+        k = d.first + 2
+        if k + 1 < d.last and self.text[k + 1] == b"(" and self.starts[k + 1] == self.ends[k]:
+            return None
+        return [j for j in range(k + 1, d.last) if self.kinds[j] != COMMENT]
+
+    def _find_functions(self) -> None:
+        text, kinds, in_dir, n = self.text, self.kinds, self.in_directive, self.n
+        i = 0
+        while i < n:
+            if kinds[i] != IDENT or in_dir[i] or text[i] not in _DEVICE_MARKS:
+                i += 1
+                continue
+            kernel = text[i] == b"__global__"
+            j = i + 1
+            paren = None
+            while j < n:
+                t = text[j]
+                if in_dir[j] or kinds[j] == COMMENT:
+                    j += 1
+                    continue
+                if t == b"(" and self._match[j] > j:
+                    if paren is None and j > 0 and kinds[j - 1] == IDENT and text[j - 1] != b"__launch_bounds__":
+                        paren = j
+                    j = self._match[j] + 1
+                    continue
+                if t in (b";", b"{", b"}", b"="):
+                    break
+                j += 1
+            if j < n and text[j] == b"{" and paren is not None and self._match[j] > j:
+                close = self._match[j]
+                name_index = paren - 1
+                fn = Function(text[name_index].decode("latin-1"), name_index, (paren, self._match[paren]),
+                              (j, close), True, kernel)
+                fn.param_names = self._param_names(paren, self._match[paren])
+                fn.template_params = self._template_params(i)
+                self.functions.append(fn)
+                for k in range(j, close + 1):
+                    self.device[k] = 1
+                i = j + 1
+                continue
+            i = j + 1 if j > i else i + 1
+
+    def _param_names(self, open_: int, close: int) -> list[str]:
+        names = []
+        depth = 0
+        last_ident = None
+        for k in range(open_ + 1, close + 1):
+            t = self.text[k]
+            if t in (b"(", b"[", b"<"):
+                depth += 1
+            elif t in (b")", b"]", b">") and k != close:
+                depth -= 1
+            if depth == 0 and (t == b"," or k == close):
+                names.append(last_ident.decode("latin-1") if last_ident else "")
+                last_ident = None
+            elif depth == 0 and self.kinds[k] == IDENT and t not in (b"__restrict__", b"__restrict"):
+                last_ident = t
+            elif depth == 0 and t == b"=":
+                depth = 100  # a default argument: skip to the comma
+            if depth >= 100 and t == b"," and k != close:
+                depth = 0
+                names.append(last_ident.decode("latin-1") if last_ident else "")
+                last_ident = None
+        return names
+
+    def _template_params(self, i: int) -> list[str]:
+        """Names of `template <int BLOCK, typename T>` parameters just before token ``i``."""
+        k = i - 1
+        while k >= 0 and (self.kinds[k] in (IDENT, KEYWORD, COMMENT) and self.text[k] not in (b"template",)):
+            k -= 1
+        if k < 0 or self.text[k] != b">":
+            return []
+        depth = 0
+        j = k
+        while j >= 0:
+            t = self.text[j]
+            if t == b">":
+                depth += 1
+            elif t == b"<":
+                depth -= 1
+                if depth == 0:
+                    break
+            j -= 1
+        if j <= 0 or self.text[j - 1] != b"template":
+            return []
+        names = []
+        for m in range(j + 1, k):
+            if self.kinds[m] == IDENT and self.text[m + 1] in (b",", b">", b"="):
+                names.append(self.text[m].decode("latin-1"))
+        return names
+
+    def function_at(self, i: int) -> Function | None:
+        for fn in self.functions:
+            if fn.body[0] <= i <= fn.body[1]:
+                return fn
+        return None
+
+    # -- helpers for checks ---------------------------------------------------------------------
+    def next_code(self, i: int) -> int:
+        """Index of the next non-comment token after ``i`` (n when none)."""
+        i += 1
+        while i < self.n and self.kinds[i] == COMMENT:
+            i += 1
+        return i
+
+    def prev_code(self, i: int) -> int:
+        i -= 1
+        while i >= 0 and self.kinds[i] == COMMENT:
+            i -= 1
+        return i
+
+    def t(self, i: int) -> bytes:
+        return self.text[i] if 0 <= i < self.n else b""
+
+    def call_args(self, name_index: int) -> list[tuple[int, int]] | None:
+        """For a call `name(...)`: [(first, last_exclusive)] token ranges of each argument, or None."""
+        p = self.next_code(name_index)
+        if self.t(p) != b"(" or self._match[p] < p:
+            return None
+        close = self._match[p]
+        args = []
+        start = p + 1
+        k = start
+        while k < close:
+            t = self.text[k]
+            if t in _OPEN and self._match[k] > k:
+                k = self._match[k] + 1
+                continue
+            if t == b",":
+                args.append((start, k))
+                start = k + 1
+            k += 1
+        if start < close or args:
+            args.append((start, close))
+        return args
+
+    def span_text(self, first: int, last: int) -> bytes:
+        if first >= last:
+            return b""
+        return self.src[self.starts[first]:self.ends[last - 1]]
+
+    def is_call(self, i: int) -> bool:
+        return self.kinds[i] == IDENT and self.t(self.next_code(i)) == b"(" and self.t(self.prev_code(i)) not in (
+            b".", b"->", b"::")
+
+    def line_text(self, line: int) -> bytes:
+        starts = self.lines.starts
+        s = starts[line - 1]
+        e = starts[line] - 1 if line < len(starts) else len(self.src)
+        return self.src[s:e].rstrip(b"\r")
+
+    # -- targets --------------------------------------------------------------------------------
+    @property
+    def rocm(self) -> tuple[int, ...]:
+        return self.options.rocm_version
+
+    def wave_sizes(self) -> set[int]:
+        return {wave_size(a) for a in self.options.offload_arch}
+
+    # -- parse on demand ------------------------------------------------------------------------
+    def parsed(self) -> clangparse.Parsed | None:
+        if self._parsed is False:
+            regions = sorted((self.starts[fn.name_index], self.ends[fn.body[1]]) for fn in self.functions)
+            try:
+                self._parsed = clangparse.parse(self.src, regions, _CALLS_OF_INTEREST)
+            except Exception:  # a libclang failure must not cost the token-level findings
+                self._parsed = None
+        return self._parsed  # type: ignore[return-value]
+
+    def decl_type(self, name_index: int) -> str | None:
+        p = self.parsed()
+        if p is None:
+            return None
+        return p.decl_types.get(self.starts[name_index])
+
+    # -- data flow light --------------------------------------------------------------------------
+    def find_decl(self, name: bytes, before: int, scope: tuple[int, int] | None) -> int | None:
+        """Index of the token naming ``name`` where it is declared (`T name`, `T* name`), searching back from
+        ``before`` to the start of ``scope`` (a function: its parameters are searched too)."""
+        lo = scope[0] if scope else 0
+        text, kinds = self.text, self.kinds
+        for k in range(before - 1, lo - 1, -1):
+            if text[k] == name and kinds[k] == IDENT and self.is_decl_name(k):
+                return k
+        return None
+
+    def is_decl_name(self, k: int) -> bool:
+        """`T name` / `T* name` / `T& name` followed by `=`, `;`, `,`, `)`, `[`, `{` or `:`."""
+        if self.t(self.next_code(k)) not in (b"=", b";", b",", b")", b"[", b"{", b":"):
+            return False
+        p = self.prev_code(k)
+        while self.t(p) in (b"*", b"&", b"const", b"__restrict__", b"__restrict", b"volatile"):
+            p = self.prev_code(p)
+        if p < 0 or self.kinds[p] not in (IDENT, KEYWORD) or self.text[p] in _NOT_TYPES:
+            return False
+        q = self.prev_code(p)
+        while self.t(q) in (b"::", b"const", b"unsigned", b"signed", b"long", b"short", b"volatile",
+                            b"static", b"__shared__", b"constexpr") or (self.kinds[q] == IDENT
+                                                                       and self.t(q + 1) == b"::"):
+            q = self.prev_code(q)
+        return q < 0 or self.t(q) in (b"(", b",", b";", b"{", b"}", b")", b">", b":") or self.in_directive[q] \
+            or self.kinds[q] == COMMENT
+
+    def decl_type_words(self, name_index: int) -> list[bytes]:
+        """Token texts of the declaration's type words before the name (`const unsigned int` ...)."""
+        words = []
+        k = self.prev_code(name_index)
+        while k >= 0 and (self.kinds[k] in (IDENT, KEYWORD) or self.text[k] in (b"*", b"&", b"::")):
+            if self.text[k] in (b"return", b"case"):
+                break
+            words.append(self.text[k])
+            k = self.prev_code(k)
+        words.reverse()
+        return words
+
+    def allocations(self) -> dict[str, Allocation]:
+        """Pointer name -> how it was allocated, from `cudaMalloc(&p, ...)`-style calls in this file."""
+        if self._allocs is None:
+            allocs: dict[str, Allocation] = {}
+            for i in range(self.n):
+                kind = ALLOC_KINDS.get(self.text[i]) if self.kinds[i] == IDENT else None
+                if kind is None:
+                    continue
+                args = self.call_args(i)
+                if not args:
+                    continue
+                a0, a1 = args[0]
+                toks = [self.text[k] for k in range(a0, a1) if self.kinds[k] != COMMENT]
+                names = [x for x in toks if x not in (b"&", b"(", b")", b"void", b"*", b"**", b"reinterpret_cast",
+                                                      b"static_cast", b"<", b">")]
+                if not names:
+                    continue
+                name = names[-1].decode("latin-1")
+                api = self.text[i].decode("latin-1")
+                if api in ("cudaHostAlloc", "hipHostAlloc", "hipHostMalloc") and len(args) >= 3:
+                    flags = self.span_text(*args[2])
+                    if b"NonCoherent" in flags:
+                        kind = "host-noncoherent"
+                if api == "hipExtMallocWithFlags" and len(args) >= 3 and b"Finegrained" in self.span_text(*args[2]):
+                    kind = "device-finegrained"
+                allocs[name] = Allocation(kind, api, self.lines.line_col(self.starts[i])[0])
+            self._allocs = allocs
+        return self._allocs
+
+    def launch_args(self) -> dict[str, dict[int, list[str]]]:
+        """Kernel name -> parameter position -> the plain identifiers passed there at launches in this file."""
+        if self._launch_args is None:
+            out: dict[str, dict[int, list[str]]] = {}
+            text, n = self.text, self.n
+            for i in range(n - 2):
+                # `name<<<...>>>(args)`: clang lexes `<<<` as `<<` `<`
+                if text[i] == b"<<" and text[i + 1] == b"<" and self.ends[i] == self.starts[i + 1]:
+                    k = self.prev_code(i)
+                    if text[k] == b">":  # template arguments: step back over `<...>`
+                        depth = 0
+                        while k >= 0:
+                            if text[k] == b">":
+                                depth += 1
+                            elif text[k] == b"<":
+                                depth -= 1
+                                if depth == 0:
+                                    break
+                            k -= 1
+                        k = self.prev_code(k)
+                    if k < 0 or self.kinds[k] != IDENT:
+                        continue
+                    name = text[k]
+                    j = i + 2
+                    while j < n and not (text[j] == b">>" and text[j + 1] == b">" if j + 1 < n else False):
+                        j += 1
+                    args = self.call_args(j + 1) if j < n else None
+                    if args is None:
+                        continue
+                    self._record_launch(out, name, args)
+                elif text[i] in (b"hipLaunchKernelGGL",) and self.is_call(i):
+                    args = self.call_args(i)
+                    if args and len(args) > 5:
+                        a0 = [k for k in range(*args[0]) if self.kinds[k] == IDENT and text[k] != b"HIP_KERNEL_NAME"]
+                        if a0:
+                            self._record_launch(out, text[a0[0]], args[5:])
+            self._launch_args = out
+        return self._launch_args
+
+    def _record_launch(self, out, name: bytes, args) -> None:
+        slots = out.setdefault(name.decode("latin-1"), {})
+        for pos, (a, b) in enumerate(args):
+            idents = [self.text[k] for k in range(a, b) if self.kinds[k] == IDENT]
+            if len(idents) == 1:
+                slots.setdefault(pos, []).append(idents[0].decode("latin-1"))
+
+    def allocation_of(self, pointer: str, fn: Function | None) -> tuple[Allocation | None, str]:
+        """The allocation behind a pointer used in ``fn``: directly, or through a kernel parameter whose every
+        launch in this file passes pointers allocated the same way. Returns (allocation, host-side name)."""
+        allocs = self.allocations()
+        if pointer in allocs:
+            return allocs[pointer], pointer
+        if fn is None or pointer not in fn.param_names:
+            return None, ""
+        pos = fn.param_names.index(pointer)
+        passed = self.launch_args().get(fn.name, {}).get(pos, [])
+        found = [(allocs.get(p), p) for p in passed]
+        if found and all(a is not None for a, _ in found) and len({a.kind for a, _ in found}) == 1:
+            return found[0]
+        return None, ""
+
+    # -- reporting ------------------------------------------------------------------------------
+    def report(self, rule_id: str, at: int, message: str, *, confidence: str = "high", edits=(),
+               subject: str = "", severity: str | None = None, offset: int | None = None) -> None:
+        """``at`` is a token index (``offset`` overrides it with a byte offset)."""
+        hazard = self.hazards[rule_id]
+        sev = severity or hazard.severity_for(self.rocm, tuple(self.options.offload_arch))
+        pos = offset if offset is not None else self.starts[at]
+        line, col = self.lines.line_col(pos)
+        self.findings.append(Finding(rule_id, sev, line, col, message, confidence, tuple(edits), subject))
+
+    def edit(self, i: int, new: bytes | str, j: int | None = None) -> Edit:
+        """Replace tokens ``i`` .. ``j`` (inclusive; default just ``i``)."""
+        if isinstance(new, str):
+            new = new.encode()
+        return Edit(self.starts[i], self.ends[j if j is not None else i], new)
+
+
+_NOT_TYPES = frozenset({b"return", b"case", b"else", b"goto", b"throw", b"new", b"delete", b"sizeof", b"do"})
+
+_CALLS_OF_INTEREST = frozenset({
+    "atomicAdd", "atomicAdd_system", "atomicSub", "atomicExch", "atomicMin", "atomicMax", "atomicAnd", "atomicOr",
+    "atomicXor", "atomicInc", "atomicDec", "unsafeAtomicAdd",
+    "__shfl_sync", "__shfl_up_sync", "__shfl_down_sync", "__shfl_xor_sync", "__ballot_sync", "__any_sync",
+    "__all_sync", "__match_any_sync", "__match_all_sync", "__syncwarp", "__popc", "__ffs", "__clz", "__brev",
+})
+
+__all__ = ["Context", "Function", "Allocation", "int_value", "THREAD_INDEX", "LANE_FUNCS",
+           "COMMENT", "IDENT", "KEYWORD", "LITERAL", "PUNCT", "SEVERITY_RANK"]

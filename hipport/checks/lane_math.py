@@ -1,0 +1,151 @@
+"""Check 3: lane / warp index arithmetic that assumes 32 lanes, and WARP_SIZE-style constants defined as 32."""
+
+from __future__ import annotations
+
+import re
+
+from hipport.checks.common import (_ASSIGN, _OPERAND_END, _OPERAND_START, const_context, enclosing_open,
+                                   operand_before, thread_derived)
+from hipport.checks.context import IDENT, LANE_FUNCS, LITERAL, THREAD_INDEX, Context, int_value
+
+RULE = "lane-math-32"
+WARP_CONST_NAME = re.compile(rb"(?i)^(?:k_?|c_?|g_?)?(?:warp_?size|warp_?sz|warp_?lanes|warp_?width|"
+                             rb"lanes?_?per_?warp|threads?_?per_?warp|warp_?threads|cuda_?warp_?size|wsize)$")
+BLOCK_NAME = re.compile(rb"(?i)(block|threads|tpb|nthreads|num_?threads|cta)")
+BLOCK_DIM = {b"blockDim", b"hipBlockDim_x", b"hipBlockDim_y", b"hipBlockDim_z"}
+# operator, literal value -> (kind, replacement operator+operand)
+_PATTERNS = {(b"&", 31): ("lane", "% warpSize"), (b"%", 32): ("lane", "% warpSize"),
+             (b"/", 32): ("warp", "/ warpSize"), (b">>", 5): ("warp", "/ warpSize")}
+
+
+def check(ctx: Context) -> None:
+    if RULE not in ctx.hazards:
+        return
+    derived: dict[int, set[bytes]] = {fn.body[0]: thread_derived(ctx, fn) for fn in ctx.functions}
+    thread_macros = {name for name, d in ctx.macros.items()
+                     if any(ctx.text[k] in THREAD_INDEX | LANE_FUNCS for k in range(d.first, d.last))}
+    for i in range(ctx.n - 1):
+        if ctx.kinds[i] != LITERAL:
+            continue
+        in_macro = ctx.in_directive[i]
+        if not (ctx.device[i] or in_macro):
+            continue
+        value = int_value(ctx.text[i])
+        op = ctx.prev_code(i)
+        pattern = _PATTERNS.get((ctx.t(op), value))
+        if pattern is None:
+            continue
+        lhs_end = ctx.prev_code(op)
+        if lhs_end < 0 or not (ctx.kinds[lhs_end] in (IDENT, LITERAL) or ctx.text[lhs_end] in (b")", b"]")):
+            continue  # unary `&`, or no left operand
+        after = ctx.next_code(i)
+        if ctx.t(after) in (b"*", b"/", b"%", b".") or ctx.kinds[after] == LITERAL:
+            continue
+        lo = operand_before(ctx, op)
+        kind, replacement = pattern
+        fn = ctx.function_at(i)
+        names = derived.get(fn.body[0], set()) if fn else set()
+        words = {ctx.text[k] for k in range(lo, op) if ctx.kinds[k] == IDENT}
+        if in_macro:
+            names = set()
+        direct = bool(words & (THREAD_INDEX | LANE_FUNCS | thread_macros))
+        via = bool(words & names)
+        block = bool(words & BLOCK_DIM)
+        named_block = any(BLOCK_NAME.search(w) for w in words) and not (direct or via)
+        if not (direct or via or (kind == "warp" and (block or named_block))):
+            continue
+        if _bank_padding(ctx, lo, op):
+            continue
+        where = const_context(ctx, i)
+        if where in ("static_assert", "__launch_bounds__") or (where == "array bound" and kind == "warp"):
+            continue  # sizing by 32 lanes over-allocates on wave64: safe
+        expr = ctx.span_text(lo, i + 1).decode()
+        what = "lane index" if kind == "lane" else ("warp count" if block or named_block else "warp index")
+        edits = []
+        if where is None and not in_macro:
+            new = _fix(ctx, lo, op, i, after, replacement)
+            if new is not None:
+                edits = [ctx.edit(op, new, i)]
+        confidence = "high" if (direct or block) else "medium"
+        advice = f"`{replacement.split()[0]} warpSize`" if edits or where is None else \
+            "a warp size chosen at compile time (a template parameter)"
+        ctx.report(RULE, op, f"`{expr}` computes a {what} for 32-lane warps; use {advice}",
+                   confidence=confidence, edits=edits, subject=ctx.text[op].decode() + " " + ctx.text[i].decode())
+    _check_constants(ctx)
+
+
+def _fix(ctx: Context, lo: int, op: int, lit: int, after: int, replacement: str) -> str | None:
+    optext = ctx.text[op]
+    if optext in (b"/", b"%"):
+        return replacement  # same precedence as before: only the literal changes
+    before = ctx.t(ctx.prev_code(lo)) if lo > 0 else b";"
+    safe_left = before in _OPERAND_START
+    safe_right = ctx.t(after) in _OPERAND_END or (optext == b">>" and ctx.t(after) in (
+        b"<", b">", b"<=", b">=", b"==", b"!="))
+    if safe_left and safe_right:
+        return replacement
+    if optext == b"&":
+        return "& (warpSize - 1)"  # keeps `&`'s precedence
+    return None
+
+
+def _bank_padding(ctx: Context, lo: int, op: int) -> bool:
+    """`smem[i + (i >> 5)]`: padding against shared-memory bank conflicts, not a warp index."""
+    b = enclosing_open(ctx, lo, b"[")
+    if b < 0:
+        return False
+    e = ctx.match(b)
+    operand = ctx.span_text(lo, op)
+    inside = [ctx.text[k] for k in range(b + 1, e)]
+    return b"+" in inside and ctx.src[ctx.starts[b]:ctx.ends[e]].count(operand) >= 2
+
+
+def _check_constants(ctx: Context) -> None:
+    """`#define WARP_SIZE 32`, `constexpr int kWarpSize = 32;`: the 32-lane assumption, named."""
+    for name, d in ctx.macros.items():
+        if not WARP_CONST_NAME.match(name):
+            continue
+        body = ctx.macro_value(name)
+        if body is None:
+            continue
+        vals = [k for k in body if ctx.text[k] not in (b"(", b")")]
+        if len(vals) != 1 or int_value(ctx.text[vals[0]]) != 32:
+            continue
+        uses = [k for k in range(ctx.n) if ctx.text[k] == name and not ctx.in_directive[k]]
+        fixable = bool(uses) and all(ctx.device[k] and const_context(ctx, k) is None for k in uses)
+        edits = [ctx.edit(vals[0], "warpSize")] if fixable else []
+        how = "define it as `warpSize`" if fixable else \
+            "it is used where a constant is needed, so make the warp size a template parameter or size for 64"
+        ctx.report(RULE, vals[0], f"`{name.decode()}` is defined as 32; every lane and warp computed from it assumes "
+                   f"32-lane warps ({how})", edits=edits, subject=name.decode())
+    for i in range(ctx.n - 2):
+        if ctx.kinds[i] != IDENT or ctx.in_directive[i] or not WARP_CONST_NAME.match(ctx.text[i]):
+            continue
+        if ctx.t(ctx.next_code(i)) not in (b"=",) and ctx.t(ctx.next_code(i)) != b"{":
+            continue
+        v = ctx.next_code(ctx.next_code(i))
+        if ctx.kinds[v] != LITERAL or int_value(ctx.text[v]) != 32 or ctx.t(ctx.next_code(v)) not in (
+                b";", b",", b"}"):
+            continue
+        if not ctx.is_decl_name(i) and ctx.t(ctx.prev_code(i)) not in (b"{", b","):  # enumerators too
+            continue
+        name = ctx.text[i]
+        edits = []
+        fn = ctx.function_at(i)
+        if fn is not None:
+            hi = fn.body[1]
+            uses = [k for k in range(i + 1, hi) if ctx.text[k] == name]
+            if all(const_context(ctx, k) is None for k in uses):
+                edits.append(ctx.edit(v, "warpSize"))
+                for k in range(ctx.prev_code(i), fn.body[0], -1):
+                    if ctx.text[k] in (b";", b"{", b"}"):
+                        break
+                    if ctx.text[k] == b"constexpr":
+                        edits.append(ctx.edit(k, "const"))
+        how = "initialise it from `warpSize`" if edits else \
+            "make the warp size a template parameter chosen on the host"
+        ctx.report(RULE, v, f"`{name.decode()}` is 32; every lane and warp computed from it assumes 32-lane warps "
+                   f"({how})", edits=edits, subject=name.decode())
+
+
+__all__ = ["check", "RULE", "_ASSIGN"]

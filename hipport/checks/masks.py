@@ -1,0 +1,140 @@
+"""Check 1: 32-bit lane masks given to the `*_sync` built-ins or built as warp masks."""
+
+from __future__ import annotations
+
+from hipport.checks.common import (BALLOTS, SYNC_BUILTINS, is_32bit_type, is_full_mask32, is_lane_like,
+                                   type_span, user_defined)
+from hipport.checks.context import COMMENT, IDENT, LITERAL, Context, int_value
+
+RULE = "warp-mask-32bit"
+FULL64 = "0xffffffffffffffffull"
+
+
+def _literal_fix(ctx: Context, first: int, last: int, value: int) -> str:
+    if value == 0xFFFFFFFF:
+        return FULL64
+    toks = [ctx.text[k] for k in range(first, last) if ctx.kinds[k] != COMMENT]
+    return toks[-1].rstrip(b"uUlL").decode() + "ull"
+
+
+def check(ctx: Context) -> None:
+    if RULE not in ctx.hazards:
+        return
+    sync_exists = ctx.rocm >= (6, 2)
+    reported_macros: set[bytes] = set()
+    reported_decls: set[int] = set()
+    for i in range(ctx.n):
+        if ctx.kinds[i] != IDENT:
+            continue
+        word = ctx.text[i]
+        if word in SYNC_BUILTINS and sync_exists and ctx.is_call(i) and not user_defined(ctx, word):
+            _check_sync_mask(ctx, i, reported_macros, reported_decls)
+    _check_lane_shifts(ctx)
+
+
+def _check_sync_mask(ctx: Context, i: int, reported_macros: set, reported_decls: set) -> None:
+    args = ctx.call_args(i)
+    if not args:
+        return
+    name = ctx.text[i].decode()
+    a, b = args[0]
+    code = [k for k in range(a, b) if ctx.kinds[k] != COMMENT]
+    if not code:
+        return
+    is32, value = is_full_mask32(ctx, a, b)
+    if is32:
+        ctx.report(RULE, code[0], f"32-bit mask `{ctx.span_text(a, b).decode()}` given to `{name}`: HIP takes a "
+                   f"64-bit mask (use `{_literal_fix(ctx, a, b, value)}`)",
+                   edits=[ctx.edit(code[0], _literal_fix(ctx, a, b, value), code[-1])], subject=name)
+        return
+    if len(code) != 1 or ctx.kinds[code[0]] != IDENT:
+        _check_by_type(ctx, i, code, name)
+        return
+    word = ctx.text[code[0]]
+    body = ctx.macro_value(word)
+    if body is not None:
+        if word in reported_macros or not body:
+            return
+        b0, b1 = body[0], body[-1] + 1
+        while ctx.text[b0] == b"(" and ctx.match(b0) == b1 - 1:
+            b0, b1 = b0 + 1, b1 - 1
+        is32, value = is_full_mask32(ctx, b0, b1)
+        if is32:
+            reported_macros.add(word)
+            fix = _literal_fix(ctx, b0, b1, value)
+            ctx.report(RULE, b0, f"macro `{word.decode()}` is a 32-bit mask used with `{name}`; HIP masks are "
+                       f"64-bit (define it as `{fix}`)", edits=[ctx.edit(b0, fix, b1 - 1)], subject=word.decode())
+        return
+    if word in (b"__activemask",):
+        return
+    fn = ctx.function_at(i)
+    decl = ctx.find_decl(word, code[0], fn.params if fn else None)
+    if decl is None or decl in reported_decls:
+        return
+    if is_32bit_type(ctx, decl) is not True:
+        return
+    # A ballot kept in a 32-bit variable is reported (and fixed) by ballot-32bit.
+    init_end = decl + 1
+    init = []
+    if ctx.t(ctx.next_code(decl)) == b"=":
+        k = ctx.next_code(ctx.next_code(decl))
+        while k < ctx.n and ctx.text[k] not in (b";", b","):
+            init.append(k)
+            k += 1
+        init_end = k
+    if any(ctx.text[k] in BALLOTS for k in init):
+        return
+    reported_decls.add(decl)
+    edits = []
+    span = type_span(ctx, decl)
+    if span:
+        edits.append(ctx.edit(span[0], "unsigned long long", span[1]))
+    if init:
+        is32, value = is_full_mask32(ctx, init[0], init_end)
+        if is32:
+            edits.append(ctx.edit(init[0], _literal_fix(ctx, init[0], init_end, value), init[-1]))
+    ctx.report(RULE, decl, f"mask variable `{word.decode()}` is 32-bit but is passed to `{name}`; "
+               f"make it `unsigned long long`", edits=edits, subject=word.decode())
+
+
+def _check_by_type(ctx: Context, i: int, code: list[int], name: str) -> None:
+    """An expression mask (`m & 0xffff`, `FULL & x`): only the parse can tell its type."""
+    parsed = ctx.parsed()
+    if parsed is None:
+        return
+    call = parsed.calls.get(ctx.starts[i])
+    if call is None or not call.arg_types:
+        return
+    t = call.arg_types[0].replace("const ", "")
+    if t in ("unsigned int", "int"):
+        ctx.report(RULE, code[0], f"the mask given to `{name}` has the 32-bit type `{t}`; HIP takes a 64-bit "
+                   f"mask", confidence="medium", subject=name)
+
+
+def _check_lane_shifts(ctx: Context) -> None:
+    """`1u << lane`, `(1 << laneId) - 1`: 32-bit lane masks (and undefined for lanes 32-63)."""
+    for i in range(ctx.n - 2):
+        if ctx.kinds[i] != LITERAL or not (ctx.device[i] or ctx.in_directive[i]):
+            continue
+        text = ctx.text[i]
+        if int_value(text) != 1 or b"ll" in text.lower() or b"LL" in text:
+            continue
+        op = ctx.next_code(i)
+        if ctx.t(op) != b"<<":
+            continue
+        prev = ctx.t(ctx.prev_code(i))
+        if prev in (b")", b"]") or ctx.kinds[ctx.prev_code(i)] == IDENT:
+            continue  # `x << 1`-like: not a mask built from 1
+        k = ctx.next_code(op)
+        end = k + 1
+        if ctx.t(k) == b"(" and ctx.match(k) > k:
+            end = ctx.match(k) + 1
+        else:
+            while end < ctx.n and (ctx.kinds[end] == IDENT or ctx.text[end] in (b".", b"(", b")")) and \
+                    ctx.text[end - 1] != b")":
+                end += 1
+        if not is_lane_like(ctx, k, end):
+            continue
+        new = text.rstrip(b"uUlL").decode() + "ull"
+        ctx.report(RULE, i, f"lane mask built from 32-bit `{text.decode()} << ...`: lanes 32-63 overflow; "
+                   f"shift `{new}` instead", edits=[ctx.edit(i, new)], severity="warning", subject="1 << lane")

@@ -1,0 +1,161 @@
+"""Check 4: warp-synchronous code hard-wired to 32 lanes: shuffle loops from 16 or up to 32, explicit shuffle
+width 32, unrolled shuffle ladders that start at 16, per-lane shared arrays of 32."""
+
+from __future__ import annotations
+
+from hipport.checks.common import SHUFFLES, WARP_OPS, is_lane_like, user_defined
+from hipport.checks.context import COMMENT, IDENT, LITERAL, Context, int_value
+
+RULE = "warp-loop-32"
+_OFFSET_SHUFFLES = {b"__shfl_down_sync", b"__shfl_xor_sync", b"__shfl_up_sync", b"__shfl_down", b"__shfl_xor",
+                    b"__shfl_up"}
+
+
+def check(ctx: Context) -> None:
+    if RULE not in ctx.hazards or not (ctx.words & WARP_OPS):
+        return
+    flagged_loops: list[tuple[int, int]] = []
+    for i in range(ctx.n):
+        if ctx.text[i] == b"for" and ctx.device[i]:
+            span = _check_for(ctx, i)
+            if span:
+                flagged_loops.append(span)
+    for i in range(ctx.n):
+        if ctx.kinds[i] == IDENT and ctx.text[i] in SHUFFLES and (ctx.device[i] or ctx.in_directive[i]) \
+                and ctx.is_call(i) and not user_defined(ctx, ctx.text[i]):
+            _check_shuffle_call(ctx, i, flagged_loops)
+    _check_lane_arrays(ctx)
+
+
+def _split_for(ctx: Context, i: int):
+    p = ctx.next_code(i)
+    if ctx.t(p) != b"(" or ctx.match(p) < p:
+        return None
+    close = ctx.match(p)
+    semis = [k for k in range(p + 1, close) if ctx.text[k] == b";" and _depth_ok(ctx, p, k)]
+    if len(semis) != 2:
+        return None
+    body_start = ctx.next_code(close)
+    if ctx.t(body_start) == b"{":
+        body_end = ctx.match(body_start)
+    else:
+        body_end = body_start
+        while body_end < ctx.n and ctx.text[body_end] != b";":
+            if ctx.text[body_end] in (b"(", b"[", b"{") and ctx.match(body_end) > body_end:
+                body_end = ctx.match(body_end)
+            body_end += 1
+    return (p + 1, semis[0]), (semis[0] + 1, semis[1]), (semis[1] + 1, close), (body_start, body_end)
+
+
+def _depth_ok(ctx: Context, p: int, k: int) -> bool:
+    depth = 0
+    for m in range(p + 1, k):
+        if ctx.text[m] in (b"(", b"["):
+            depth += 1
+        elif ctx.text[m] in (b")", b"]"):
+            depth -= 1
+    return depth == 0
+
+
+def _check_for(ctx: Context, i: int) -> tuple[int, int] | None:
+    parts = _split_for(ctx, i)
+    if parts is None:
+        return None
+    init, cond, incr, body = parts
+    if body[1] <= body[0] or not any(ctx.text[k] in WARP_OPS for k in range(body[0], body[1])):
+        return None
+    init_lits = [k for k in range(*init) if ctx.kinds[k] == LITERAL]
+    cond_lits = [k for k in range(*cond) if ctx.kinds[k] == LITERAL]
+    incr_text = b" ".join(ctx.text[k] for k in range(*incr))
+    halving = any(x in incr_text for x in (b"/= 2", b">>= 1", b"/ 2", b">> 1"))
+    doubling = any(x in incr_text for x in (b"*= 2", b"<<= 1", b"* 2", b"<< 1"))
+    counting = any(x in incr_text for x in (b"++", b"+= 1"))
+    cond_ops = {ctx.text[k] for k in range(*cond)}
+    if halving and len(init_lits) == 1 and int_value(ctx.text[init_lits[0]]) == 16:
+        k = init_lits[0]
+        ctx.report(RULE, k, "shuffle reduction starts at offset 16: on a 64-lane wavefront lanes 32-63 are never "
+                   "combined (start at `warpSize / 2`)", edits=[ctx.edit(k, "warpSize / 2")], subject="offset 16")
+        return body
+    if (doubling or counting) and len(cond_lits) == 1:
+        k = cond_lits[0]
+        v = int_value(ctx.text[k])
+        op = ctx.t(ctx.prev_code(k))
+        if v == 32 and op in (b"<", b"!="):
+            what = "shuffle loop" if doubling else "lane loop"
+            ctx.report(RULE, k, f"{what} bounded by 32 lanes: a 64-lane wavefront has lanes 32-63 too "
+                       f"(bound it by `warpSize`)", edits=[ctx.edit(k, "warpSize")], subject="< 32")
+            return body
+        if v == 16 and op == b"<=" and doubling:
+            ctx.report(RULE, k, "shuffle loop stops at offset 16: on a 64-lane wavefront lanes 32-63 are never "
+                       "combined (bound it by `warpSize / 2`)", edits=[ctx.edit(k, "warpSize / 2")],
+                       subject="<= 16")
+            return body
+        if v == 31 and op == b"<=":
+            ctx.report(RULE, k, "lane loop stops at lane 31: a 64-lane wavefront has lanes 32-63 too "
+                       "(loop while `< warpSize`)", edits=[ctx.edit(ctx.prev_code(k), "< warpSize", k)],
+                       subject="<= 31")
+            return body
+    del cond_ops
+    return None
+
+
+def _check_shuffle_call(ctx: Context, i: int, loops: list[tuple[int, int]]) -> None:
+    args = ctx.call_args(i)
+    if not args:
+        return
+    name = ctx.text[i]
+    value_index = SHUFFLES[name]
+    width_index = value_index + 2
+    if len(args) > width_index:
+        a, b = args[width_index]
+        code = [k for k in range(a, b) if ctx.kinds[k] != COMMENT]
+        if len(code) == 1 and int_value(ctx.text[code[0]]) == 32:
+            ctx.report(RULE, code[0], f"`{name.decode()}` with width 32 splits a 64-lane wavefront into two "
+                       f"independent halves (pass `warpSize`, or drop the width)",
+                       edits=[ctx.edit(code[0], "warpSize")], subject="width 32")
+    if name not in _OFFSET_SHUFFLES or len(args) <= value_index + 1:
+        return
+    if any(lo <= i <= hi for lo, hi in loops):
+        return
+    a, b = args[value_index + 1]
+    code = [k for k in range(a, b) if ctx.kinds[k] != COMMENT]
+    if len(code) != 1 or int_value(ctx.text[code[0]]) != 16:
+        return
+    fn = ctx.function_at(i)
+    lo, hi = (fn.body if fn else (0, ctx.n))
+    has_32 = False
+    for k in range(lo, hi):
+        if ctx.text[k] in _OFFSET_SHUFFLES and k != i:
+            other = ctx.call_args(k)
+            if other and len(other) > SHUFFLES[ctx.text[k]] + 1:
+                oa, ob = other[SHUFFLES[ctx.text[k]] + 1]
+                if ctx.span_text(oa, ob).strip() in (b"32", b"warpSize / 2", b"warpSize/2"):
+                    has_32 = True
+    if has_32:
+        return
+    ctx.report(RULE, code[0], f"unrolled `{name.decode()}` ladder starts at offset 16: on a 64-lane wavefront "
+               f"lanes 32-63 are never combined (add an offset-32 step for wave64, or loop from `warpSize / 2`)",
+               confidence="medium", subject="offset 16")
+
+
+def _check_lane_arrays(ctx: Context) -> None:
+    """`__shared__ T a[32]` written at `a[lane]`: per-lane storage for only 32 lanes."""
+    for i in range(ctx.n - 4):
+        if ctx.text[i] != b"__shared__" or ctx.in_directive[i]:
+            continue
+        k = i
+        while k < ctx.n and ctx.text[k] not in (b"[", b";", b"="):
+            k += 1
+        if ctx.t(k) != b"[" or ctx.match(k) != k + 2 or int_value(ctx.text[k + 1]) != 32:
+            continue
+        name = ctx.text[ctx.prev_code(k)]
+        fn = ctx.function_at(i)
+        lo, hi = fn.body if fn else (k, ctx.n)
+        for m in range(k + 3, hi):
+            if ctx.text[m] == name and ctx.t(m + 1) == b"[" and ctx.match(m + 1) > m:
+                close = ctx.match(m + 1)
+                if ctx.t(close + 1) == b"=" and is_lane_like(ctx, m + 2, close):
+                    ctx.report(RULE, k + 1, f"`{name.decode()}[32]` is written per lane "
+                               f"(`{ctx.span_text(m, close + 1).decode()}`), and a 64-lane wavefront has lanes up "
+                               f"to 63 (size it 64)", edits=[ctx.edit(k + 1, "64")], subject="[32]")
+                    break

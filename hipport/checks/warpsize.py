@@ -1,0 +1,63 @@
+"""Check 5: `warpSize` where C++ needs a constant expression (not a constant from ROCm 7.0)."""
+
+from __future__ import annotations
+
+from hipport.checks.common import const_context, enclosing_open, statement_start
+from hipport.checks.context import IDENT, Context
+
+RULE = "warpsize-constexpr"
+
+
+def check(ctx: Context) -> None:
+    if RULE not in ctx.hazards or b"warpSize" not in ctx.words:
+        return
+    candidates = []
+    for i in range(ctx.n):
+        if ctx.kinds[i] != IDENT or ctx.text[i] != b"warpSize" or ctx.in_directive[i]:
+            continue
+        if ctx.t(ctx.prev_code(i)) in (b".", b"->", b"::"):
+            continue
+        if ctx.is_decl_name(i):
+            continue  # a declaration of its own (hip-name-collision reports it)
+        where = const_context(ctx, i)
+        if where is not None:
+            candidates.append((i, where))
+    if not candidates:
+        return
+    parsed = ctx.parsed()
+    for i, where in candidates:
+        if parsed is not None:
+            confirmed = parsed.in_const_error(ctx.starts[i])
+            confidence = "high" if confirmed else "medium"
+        else:
+            confidence = "medium"
+        edits = _fix(ctx, i, where)
+        ctx.report(RULE, i, f"`warpSize` in a {where}: not a constant expression from ROCm 7.0"
+                   + (_advice(where, edits)), confidence=confidence, edits=edits, subject=where)
+
+
+def _advice(where: str, edits) -> str:
+    if where == "array bound":
+        return " (size the array for the largest case)"
+    if edits:
+        return " (`const` is enough where it is only used at run time)"
+    return " (make the warp size a template parameter chosen on the host)"
+
+
+def _fix(ctx: Context, i: int, where: str):
+    if where == "array bound":
+        b = enclosing_open(ctx, i, b"[")
+        divided = ctx.t(ctx.prev_code(i)) == b"/"
+        return [ctx.edit(i, "32" if divided else "64")] if b >= 0 else []
+    if where == "constexpr initialiser":
+        s = statement_start(ctx, i)
+        ce = next((k for k in range(s, i) if ctx.text[k] == b"constexpr"), None)
+        eq = next((k for k in range(s, i) if ctx.text[k] == b"="), None)
+        if ce is None or eq is None or not ctx.device[i]:
+            return []
+        name = ctx.prev_code(eq)
+        fn = ctx.function_at(i)
+        uses = [k for k in range(eq, fn.body[1]) if ctx.text[k] == ctx.text[name]]
+        if all(const_context(ctx, k) is None for k in uses):
+            return [ctx.edit(ce, "const")]
+    return []
