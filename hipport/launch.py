@@ -61,6 +61,14 @@ def _kernel_start(tokens, lt: int) -> tuple[int, bool] | None:
     return i, templated
 
 
+def _is_dim3(tokens, arg) -> bool:
+    """`dim3(...)` already: no second wrapper."""
+    if tokens.text(arg.first) != b"dim3" or arg.last - arg.first < 3:
+        return False
+    paren = next_code(tokens, arg.first + 1)
+    return _is(tokens, paren, b"(") and matching_close(tokens, paren) == arg.last - 1
+
+
 def rewrite_launches(conv: "_FileConverter") -> None:
     tokens = conv.tokens
     n = len(tokens)
@@ -107,19 +115,23 @@ def _launch(conv: "_FileConverter", lt: int) -> int | None:
     if not 2 <= len(config) <= 4 or any(a.first == a.last for a in config):
         return None
     has_args = next_code(tokens, paren + 1) < close
+    wrapped = [_is_dim3(tokens, a) for a in config[:2]]
+    dim0 = b", " if wrapped[0] else b", dim3("
+    mid = (b", " if wrapped[0] else b"), ") + (b"" if wrapped[1] else b"dim3(")
+    close1 = b"" if wrapped[1] else b")"
     src_start = tokens.starts
     name = "<<<>>>"
     head = b"hipLaunchKernelGGL(" + (b"HIP_KERNEL_NAME(" if templated else b"")
     conv.convert(src_start[k0], src_start[k0], head, name, "launch")
-    conv.edits_only(tokens.starts[lt], config[0].start, (b")" if templated else b"") + b", dim3(")
-    conv.edits_only(config[0].end, config[1].start, b"), dim3(")
+    conv.edits_only(tokens.starts[lt], config[0].start, (b")" if templated else b"") + dim0)
+    conv.edits_only(config[0].end, config[1].start, mid)
     tail_missing = {2: b", 0, 0", 3: b", 0", 4: b""}[len(config)]
     if len(config) >= 3:
-        conv.edits_only(config[1].end, config[2].start, b"), ")
+        conv.edits_only(config[1].end, config[2].start, close1 + b", ")
         if len(config) == 4:
             conv.edits_only(config[2].end, config[3].start, b", ")
         last_close = b""
     else:
-        last_close = b")"
+        last_close = close1
     conv.edits_only(config[-1].end, tokens.starts[paren] + 1, last_close + tail_missing + (b", " if has_args else b""))
     return gt + 2

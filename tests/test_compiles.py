@@ -1,0 +1,202 @@
+"""Code that fails to compile after plain renaming (what hipify-perl does) and compiles after `hipport convert`:
+header-guard macros, argument rewrites, warp built-ins, launches; checked with Debian's hipcc (HIP 5.2)."""
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from hipcc import require_hipcc, syntax_check
+from hipport.engine import ConvertOptions, convert_source
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def plain_rename(src: str, rules) -> str:
+    """Identifier-for-identifier renaming with the same tables, and header renaming: hipify-perl's approach."""
+    def name(m):
+        rule = rules.names.get(m.group(0))
+        return rule.hip if rule is not None and rule.hip and rule.family not in rules.family_notes else m.group(0)
+
+    def header(m):
+        rule = rules.headers.get(m.group(2))
+        return f"{m.group(1)}{rule.hip}{m.group(3)}" if rule is not None and rule.hip else m.group(0)
+
+    src = re.sub(r"(#include\s*[<\"])([^>\"]+)([>\"])", header, src)
+    return re.sub(r"\b[A-Za-z_]\w*\b", name, src)
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory):
+    """The new-user project: src/ and include/ with a helper_cuda.h-style header, converted with one command."""
+    out = tmp_path_factory.mktemp("proj") / "project"
+    shutil.copytree(FIXTURES / "project", out)
+    r = subprocess.run([sys.executable, "-m", "hipport", "convert", str(out), "--rocm-version", "5.2"],
+                       capture_output=True, cwd=ROOT)
+    assert r.returncode == 0, r.stderr.decode()
+    return out
+
+
+@pytest.mark.parametrize("tu", ["saxpy.cu", "warp_reduce.cu"])
+def test_project_builds_after_convert(project, tu):
+    require_hipcc()
+    r = syntax_check(project / "src" / tu, f"-I{project / 'include'}")
+    assert r.returncode == 0, r.stderr[-3000:]
+
+
+@pytest.mark.parametrize("tu", ["saxpy.cu", "warp_reduce.cu"])
+def test_project_fails_after_plain_renaming(rules, tmp_path, tu):
+    require_hipcc()
+    plain = tmp_path / "project"
+    shutil.copytree(FIXTURES / "project", plain)
+    for f in plain.rglob("*.*"):
+        f.write_text(plain_rename(f.read_text(), rules))
+    r = syntax_check(plain / "src" / tu, f"-I{plain / 'include'}")
+    assert r.returncode != 0, "plain renaming already compiles: this fixture proves nothing"
+
+
+def test_helper_header_macros(project):
+    text = (project / "include" / "helper_cuda.h").read_text()
+    assert "#ifdef HIP_INCLUDE_HIP_DRIVER_TYPES_H" in text
+    assert "#if defined(HIP_INCLUDE_HIP_HIP_RUNTIME_H) || defined(HIP_INCLUDE_HIP_HIP_RUNTIME_API_H)" in text
+    assert "#ifdef __HIP_DEVICE_COMPILE__" in text
+
+
+def test_argument_rewrites(project):
+    text = (project / "src" / "saxpy.cu").read_text()
+    assert "hipFuncSetCacheConfig(reinterpret_cast<const void*>(saxpy), hipFuncCachePreferL1)" in text
+    assert "hipFuncGetAttributes(&attr, reinterpret_cast<const void*>(saxpy))" in text
+    assert "hipEventCreateWithFlags(&done, hipEventDisableTiming)" in text
+    text = (project / "src" / "warp_reduce.cu").read_text()
+    assert "hipMemcpyToSymbol(HIP_SYMBOL(c_bias), &bias, sizeof(float))" in text
+
+
+def test_warp_builtins_before_6_2_drop_full_masks(project):
+    text = (project / "src" / "warp_reduce.cu").read_text()
+    assert "v += __shfl_down(v, offset);" in text
+    assert "__any(v < 0.0f)" in text and "__shfl(v, 0)" in text
+
+
+def _convert(convert_fn, src, **opts):
+    return convert_fn(src, **opts)
+
+
+@pytest.fixture
+def conv(rules):
+    def run(src, **opts):
+        options = ConvertOptions(**opts)
+        result = convert_source(src.encode(), rules, options)
+        again = convert_source(result.after, rules, options)
+        assert again.after == result.after
+        return result
+    return run
+
+
+SYNC = ("#define FULL_MASK 0xffffffff\n__device__ float f(float v, unsigned m) {\n"
+        "  v += __shfl_xor_sync(0xffffffff, v, 1);\n  v += __shfl_down_sync(FULL_MASK, v, 2, 16);\n"
+        "  unsigned long long b = __ballot_sync(0xFFFFFFFFu, v > 0);\n  v += __shfl_sync(m, v, 0);\n"
+        "  return v + __all_sync(0xffffffffffffffffull, v > 1);\n}\n")
+
+
+def test_warp_builtins_6_2_and_7_0_take_64_bit_masks(conv):
+    for version in ((6, 2), (7, 0)):
+        result = conv(SYNC, rocm_version=version)
+        text = result.after.decode()
+        assert "__shfl_xor_sync(0xffffffffffffffffull, v, 1)" in text
+        assert "__shfl_down_sync(0xffffffffffffffffull, v, 2, 16)" in text
+        assert "__ballot_sync(0xffffffffffffffffull, v > 0)" in text
+        assert "__shfl_sync(m, v, 0)" in text  # a mask variable is never guessed
+        assert "__all_sync(0xffffffffffffffffull, v > 1)" in text
+        rules = {f.rule_id for f in result.findings}
+        assert "warp-sync-mask" in rules
+        assert ("warp-sync-opt-in" in rules) == (version == (6, 2))
+
+
+def test_warp_builtins_before_6_2_leave_and_report_partial_masks(conv):
+    result = conv(SYNC, rocm_version=(5, 7))
+    text = result.after.decode()
+    assert "__shfl_xor(v, 1)" in text and "__shfl_down(v, 2, 16)" in text and "__ballot(v > 0)" in text
+    assert "__all(v > 1)" in text
+    assert "__shfl_sync(m, v, 0)" in text
+    errors = [f for f in result.findings if f.rule_id == "warp-sync-mask"]
+    assert len(errors) == 1 and errors[0].severity == "error" and errors[0].line == 6
+
+
+def test_version_comparisons_are_reported_not_rewritten(conv):
+    src = ("#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700\nint a;\n#endif\n"
+           "#if CUDART_VERSION >= 11000\nint b;\n#endif\n#ifndef __CUDA_ARCH__\nint c;\n#endif\n")
+    result = conv(src)
+    assert result.after.decode() == src.replace("defined(__CUDA_ARCH__)", "defined(__HIP_DEVICE_COMPILE__)") \
+        .replace("#ifndef __CUDA_ARCH__", "#ifndef __HIP_DEVICE_COMPILE__")
+    assert [(f.rule_id, f.line) for f in result.findings] == [("cuda-version-macro", 1), ("cuda-version-macro", 4)]
+
+
+def test_guard_macros_in_code_are_not_touched(conv):
+    src = 'const char *s = "__DRIVER_TYPES_H__"; // __CUDA_RUNTIME_H__\nint __CUDA_RUNTIME_H__x;\n'
+    assert conv(src).after.decode() == src
+
+
+def test_newer_api_is_renamed_and_reported(conv):
+    result = conv("cudaSetValidDevices(d, n);\n", rocm_version=(5, 1))
+    assert result.after == b"hipSetValidDevices(d, n);\n"
+    [finding] = result.findings
+    assert finding.rule_id == "needs-newer-rocm" and "needs ROCm 6.2.0 or newer (targeting 5.1)" in finding.message
+    assert conv("cudaSetValidDevices(d, n);\n", rocm_version=(6, 2)).findings == []
+
+
+def test_argument_splitting_across_lines_templates_and_lambdas(conv):
+    src = ("void f() {\n  cudaMemcpyToSymbolAsync(table<int, 4>::data,\n      [&] { return g(a, b); }(),\n"
+           "      \"a, b\", cudaMemcpyHostToDevice, s);\n  cudaMemcpyToSymbol(HIP_SYMBOL(x), p, 4);\n"
+           "  cudaEventCreate(&e);\n  cudaEventCreate(&e, cudaEventBlockingSync);\n}\n")
+    text = conv(src).after.decode()
+    assert "hipMemcpyToSymbolAsync(HIP_SYMBOL(table<int, 4>::data),\n      [&] { return g(a, b); }(),\n" in text
+    assert "hipMemcpyToSymbol(HIP_SYMBOL(x), p, 4)" in text
+    assert "hipEventCreate(&e);" in text and "hipEventCreateWithFlags(&e, hipEventBlockingSync);" in text
+
+
+LAUNCH_EXPECTED = [
+    "#define LAUNCH_TOUCH(ptr, stream) hipLaunchKernelGGL(kernels::touch, dim3(1), dim3(64), 0, stream, ptr)",
+    "hipLaunchKernelGGL(HIP_KERNEL_NAME(kernels::fill<float, 256>), dim3((n + 255) / 256), dim3(256), 0, 0, d, 1.0f, n);",
+    "hipLaunchKernelGGL(HIP_KERNEL_NAME(kernels::fill<float, 128>), dim3((n + 127) / 128, 1, 1), dim3(128), 0, "
+    "hipStreamPerThread, \n      d,\n      2.0f,\n      n);",
+    "hipLaunchKernelGGL(kernels::touch, dim3(cfg.g), dim3(cfg.b), 64 * sizeof(float), s, d);",
+    "hipLaunchKernelGGL(noargs, dim3(1), dim3(1), 0, 0);",
+]
+
+
+def test_launch_syntax_hip(conv, tmp_path):
+    src = (FIXTURES / "launch" / "launches.cu").read_text()
+    assert "<<<" in conv(src).after.decode()  # kept by default
+    text = conv(src, launch_syntax="hip").after.decode()
+    for expected in LAUNCH_EXPECTED:
+        assert expected in text
+    assert "<<<" not in text
+    require_hipcc()
+    out = tmp_path / "launches.cu"
+    out.write_text(text)
+    r = syntax_check(out)
+    assert r.returncode == 0, r.stderr[-3000:]
+
+
+def test_project_config_and_flag_override(tmp_path):
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".hipport.toml").write_text('rocm-version = "5.2"\nlaunch-syntax = "hip"\nexclude = ["skip"]\n')
+    (tmp_path / "k.cu").write_text("__global__ void k() {}\nvoid f() { k<<<1, 1>>>(); __shfl_sync(0xffffffff, 1, 0); }\n")
+    (tmp_path / "skip").mkdir()
+    (tmp_path / "skip" / "s.cu").write_text("cudaFree(0);\n")
+    run = lambda *a: subprocess.run([sys.executable, "-m", "hipport", "convert", *a], capture_output=True,
+                                    cwd=tmp_path, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+    r = run("--stdout", "k.cu")
+    assert r.returncode == 0, r.stderr
+    assert b"hipLaunchKernelGGL(k, dim3(1), dim3(1), 0, 0);" in r.stdout and b"__shfl(1, 0)" in r.stdout
+    r = run("--stdout", "--rocm-version", "7.0", "--launch-syntax", "cuda", "k.cu")
+    assert b"k<<<1, 1>>>();" in r.stdout and b"__shfl_sync(0xffffffffffffffffull, 1, 0)" in r.stdout
+    r = run("--check", ".")
+    assert r.returncode == 1 and b"1 file scanned" in r.stderr
+    (tmp_path / ".hipport.toml").write_text('rocm-versoin = "5.2"\n')
+    r = run("--check", ".")
+    assert r.returncode == 2 and b"unknown setting `rocm-versoin`" in r.stderr
