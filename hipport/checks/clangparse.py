@@ -2,7 +2,8 @@
 
 The file is parsed in CUDA mode with no toolkit: ``#include`` lines are blanked out (same length, so byte offsets
 stay those of the original), and a small stub header declares the CUDA/HIP built-ins, index variables and atomics
-with their CUDA signatures. ``warpSize`` is declared as a plain ``const int`` (not a constant), the way ROCm 7 has
+with their CUDA signatures, except that masks come back 64-bit
+as they do in HIP. ``warpSize`` is declared as a plain ``const int`` (not a constant), the way ROCm 7 has
 it, so clang itself reports the places where it sits in a constant expression.
 
 Only the extents the checks ask for are walked, since walking every cursor from Python costs far more than parsing.
@@ -50,12 +51,12 @@ struct __half { unsigned short x; }; struct __half2 { __half x, y; }; struct __n
 typedef __half half; typedef __half2 half2; typedef __nv_bfloat16 __hip_bfloat16;
 __device__ void __syncthreads(); __device__ void __syncwarp(unsigned mask = 0xffffffffu);
 __device__ void __threadfence(); __device__ void __threadfence_block(); __device__ void __threadfence_system();
-__device__ unsigned __ballot_sync(unsigned mask, int pred); __device__ unsigned long long __ballot(int pred);
+__device__ unsigned long long __ballot_sync(unsigned mask, int pred); __device__ unsigned long long __ballot(int pred);
 __device__ int __any_sync(unsigned mask, int pred); __device__ int __all_sync(unsigned mask, int pred);
 __device__ int __any(int pred); __device__ int __all(int pred);
-__device__ unsigned __activemask(); __device__ unsigned __lanemask_lt(); __device__ unsigned __lane_id();
-template <class T> __device__ unsigned __match_any_sync(unsigned mask, T v);
-template <class T> __device__ unsigned __match_all_sync(unsigned mask, T v, int* pred);
+__device__ unsigned long long __activemask(); __device__ unsigned long long __lanemask_lt(); __device__ unsigned __lane_id();
+template <class T> __device__ unsigned long long __match_any_sync(unsigned mask, T v);
+template <class T> __device__ unsigned long long __match_all_sync(unsigned mask, T v, int* pred);
 template <class T> __device__ T __shfl_sync(unsigned mask, T v, int src, int width = 32);
 template <class T> __device__ T __shfl_up_sync(unsigned mask, T v, unsigned d, int width = 32);
 template <class T> __device__ T __shfl_down_sync(unsigned mask, T v, unsigned d, int width = 32);
@@ -110,6 +111,18 @@ class Parsed:
 
     def in_const_error(self, offset: int) -> bool:
         return any(s <= offset < e for s, e in self.const_expr_errors)
+
+
+def _written_type(expr: ci.Cursor) -> str:
+    """Type of an argument as written, before the implicit conversion to the parameter type."""
+    for _ in range(4):
+        if expr.kind != ci.CursorKind.UNEXPOSED_EXPR:
+            break
+        children = list(expr.get_children())
+        if len(children) != 1:
+            break
+        expr = children[0]
+    return expr.type.get_canonical().spelling
 
 
 def _get_index() -> ci.Index:
@@ -177,7 +190,7 @@ def parse(src: bytes, regions: list[tuple[int, int]], call_names: frozenset[str]
                 params = []
                 if ref is not None and ref.kind in (ci.CursorKind.FUNCTION_DECL, ci.CursorKind.FUNCTION_TEMPLATE):
                     params = [a.type.get_canonical().spelling for a in ref.get_arguments()]
-                args = [a.type.get_canonical().spelling for a in child.get_arguments()]
+                args = [_written_type(a) for a in child.get_arguments()]
                 # The callee name is the first token of the call's extent for a plain call.
                 out.calls[child.extent.start.offset] = Call(child.spelling, args, params)
             visit(child)

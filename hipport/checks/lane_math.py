@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from hipport.checks.common import (_ASSIGN, _OPERAND_END, _OPERAND_START, const_context, enclosing_open,
-                                   operand_before, thread_derived)
+                                   operand_before, statement_end, statement_start, thread_derived)
 from hipport.checks.context import IDENT, LANE_FUNCS, LITERAL, THREAD_INDEX, Context, int_value
 
 RULE = "lane-math-32"
@@ -62,7 +62,7 @@ def check(ctx: Context) -> None:
         expr = ctx.span_text(lo, i + 1).decode()
         what = "lane index" if kind == "lane" else ("warp count" if block or named_block else "warp index")
         edits = []
-        if where is None and not in_macro:
+        if where is None and (not in_macro or direct):
             new = _fix(ctx, lo, op, i, after, replacement)
             if new is not None:
                 edits = [ctx.edit(op, new, i)]
@@ -90,14 +90,17 @@ def _fix(ctx: Context, lo: int, op: int, lit: int, after: int, replacement: str)
 
 
 def _bank_padding(ctx: Context, lo: int, op: int) -> bool:
-    """`smem[i + (i >> 5)]`: padding against shared-memory bank conflicts, not a warp index."""
+    """`smem[i + (i >> 5)]`, `p = tid + tid / 32`: padding against shared-memory bank conflicts, not a warp index."""
     b = enclosing_open(ctx, lo, b"[")
-    if b < 0:
+    if b >= 0:
+        first, last = b + 1, ctx.match(b)
+    else:
+        first, last = statement_start(ctx, lo), statement_end(ctx, op)
+    if last <= first:
         return False
-    e = ctx.match(b)
     operand = ctx.span_text(lo, op)
-    inside = [ctx.text[k] for k in range(b + 1, e)]
-    return b"+" in inside and ctx.src[ctx.starts[b]:ctx.ends[e]].count(operand) >= 2
+    inside = [ctx.text[k] for k in range(first, last)]
+    return b"+" in inside and ctx.span_text(first, last).count(operand) >= 2
 
 
 def _check_constants(ctx: Context) -> None:

@@ -1,0 +1,229 @@
+"""`hipport audit`: the click command. Options, file selection, output, baselines and exit codes only; the
+checks live in hipport.audit and hipport.checks."""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from collections import Counter
+from pathlib import Path
+
+import click
+
+from hipport.audit import DEFAULT_ARCHS, NEWEST_ROCM, AuditOptions, apply_suggestions, audit_source
+from hipport.files import InputError, collect_sources
+from hipport.hazards import SEVERITIES, SEVERITY_RANK, HazardError, load_hazards, parse_version
+from hipport.scan import LexError
+
+EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_FILES_FAILED = 0, 1, 2, 3
+_ARCH = re.compile(r"^gfx[0-9a-f]{3,4}[a-z0-9:+-]*$")
+BASELINE_VERSION = 1
+
+
+def _fail(message: str) -> None:
+    click.echo(f"hipport: error: {message}", err=True)
+    sys.exit(EXIT_USAGE)
+
+
+def _split(values) -> list[str]:
+    return [v.strip() for value in values for v in value.split(",") if v.strip()]
+
+
+def normalise_line(text: bytes | str) -> str:
+    """A source line as the baseline remembers it: whitespace collapsed, so re-indenting keeps a match."""
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", "replace")
+    return " ".join(text.split())
+
+
+def baseline_key(path: str, rule_id: str, line_text: bytes | str) -> tuple[str, str, str]:
+    return (Path(path).as_posix(), rule_id, normalise_line(line_text))
+
+
+def _load_baseline(path: Path) -> Counter:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        _fail(f"{path}: baseline file not found (create one with --write-baseline)")
+    except (OSError, ValueError) as exc:
+        _fail(f"{path}: not a hipport baseline: {exc}")
+    if not isinstance(data, dict) or data.get("version") != BASELINE_VERSION or not isinstance(
+            data.get("findings"), list):
+        _fail(f"{path}: not a hipport baseline (expected {{\"version\": {BASELINE_VERSION}, \"findings\": [...]}})")
+    counts: Counter = Counter()
+    for k, entry in enumerate(data["findings"]):
+        try:
+            counts[(entry["path"], entry["rule"], normalise_line(entry["line"]))] += int(entry.get("count", 1))
+        except (KeyError, TypeError, ValueError):
+            _fail(f"{path}: findings[{k}] needs `path`, `rule` and `line`")
+    return counts
+
+
+def _write_baseline(path: Path, keys: Counter) -> None:
+    entries = [{"path": p, "rule": r, "line": t, **({"count": c} if c > 1 else {})}
+               for (p, r, t), c in sorted(keys.items())]
+    path.write_text(json.dumps({"version": BASELINE_VERSION, "findings": entries}, indent=1) + "\n",
+                    encoding="utf-8")
+
+
+def suggestion_hunk(src: bytes, finding) -> list[str]:
+    """The finding's edits as a unified-diff hunk over the lines they touch (empty when it has none)."""
+    if not finding.edits:
+        return []
+    first = min(e.start for e in finding.edits)
+    last = max(e.end for e in finding.edits)
+    line_start = src.rfind(b"\n", 0, first) + 1
+    line_end = src.find(b"\n", last)
+    if line_end == -1:
+        line_end = len(src)
+    old = src[line_start:line_end]
+    shifted = [type(e)(e.start - line_start, e.end - line_start, e.new) for e in finding.edits]
+    new = apply_suggestions(old, [type(finding)(finding.rule_id, finding.severity, finding.line, finding.col,
+                                                finding.message, finding.confidence, tuple(shifted))])
+    old_lines = old.decode("utf-8", "replace").split("\n")
+    new_lines = new.decode("utf-8", "replace").split("\n")
+    line_no = src.count(b"\n", 0, line_start) + 1
+
+    def rng(n: int) -> str:
+        return f"{line_no}" if n == 1 else f"{line_no},{n}"
+
+    out = [f"@@ -{rng(len(old_lines))} +{rng(len(new_lines))} @@"]
+    out += ["-" + x.rstrip("\r") for x in old_lines]
+    out += ["+" + x.rstrip("\r") for x in new_lines]
+    return out
+
+
+@click.command("audit")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--exclude", multiple=True, metavar="GLOB",
+              help="Skip files and directories whose relative path or name matches GLOB (repeatable).")
+@click.option("--offload-arch", "archs", multiple=True, metavar="ARCH[,ARCH...]",
+              help=f"GPU targets to judge against (comma-separated or repeated), e.g. gfx90a,gfx1100. gfx8/gfx9 run "
+                   f"64-lane wavefronts, gfx10+ 32. Default: {','.join(DEFAULT_ARCHS)}.")
+@click.option("--rocm-version", "rocm", metavar="X.Y", default=".".join(map(str, NEWEST_ROCM)), show_default=True,
+              help="ROCm release to judge against; decides what fails to compile (e.g. *_sync before 6.2, "
+                   "non-constant warpSize from 7.0) and what the fixes say.")
+@click.option("--select", "select", multiple=True, metavar="RULE[,RULE...]",
+              help="Report only these rule ids (comma-separated or repeated).")
+@click.option("--ignore", "ignore", multiple=True, metavar="RULE[,RULE...]",
+              help="Never report these rule ids (comma-separated or repeated).")
+@click.option("--fail-on", type=click.Choice(SEVERITIES), default="warning", show_default=True,
+              help="Exit 1 when a finding of this severity or higher remains (after --baseline).")
+@click.option("--baseline", "baseline", type=click.Path(path_type=Path, dir_okay=False), metavar="FILE",
+              help="JSON file of accepted findings: only findings not in it are reported. Findings match by path, "
+                   "rule and the text of their source line, so edits elsewhere in the file keep the match.")
+@click.option("--write-baseline", "write_baseline", type=click.Path(path_type=Path, dir_okay=False),
+              metavar="FILE", help="Write every current finding to FILE as a baseline, then exit 0.")
+@click.option("-q", "--quiet", is_flag=True, help="One line per finding; no source lines, patches or summary.")
+@click.option("-v", "--verbose", is_flag=True,
+              help="Also print each finding's confidence and the rule's summary, and every file audited.")
+def audit(paths, exclude, archs, rocm, select, ignore, fail_on, baseline, write_baseline, quiet, verbose):
+    """Report wave64, lane-mask, warpSize and atomics hazards in CUDA or HIP sources under PATHS.
+
+    PATHS are files or directories, selected as `hipport convert` selects them. Sources are never written.
+    Each finding prints as `path:line:col: severity rule-id: message`, then the source line and, where one can
+    be given, the suggested fix as a unified-diff hunk (`hipport convert --apply-suggestions --select RULE`
+    applies them). `hipport rules show RULE-ID` explains a rule.
+
+    A comment `// hipport: ignore[rule-id]` (or `ignore[a,b]`) on the line of a finding or the line above
+    silences it.
+
+    \b
+    Severities:
+      error    will not compile for a targeted architecture or ROCm version
+      warning  compiles, but can give wrong results on a target, or depends on the memory, or is slow
+      info     a 32-lane assumption that is consistent as written but deserves a look
+    \b
+    Exit status:
+      0  no finding at or above --fail-on (or --write-baseline was given)
+      1  findings at or above --fail-on
+      2  usage error (bad option value, unknown rule id, unreadable baseline, malformed rule file)
+      3  some files could not be read or lexed (each is named; the others were audited)
+    """
+    try:
+        hazards = load_hazards()
+    except HazardError as exc:
+        _fail(str(exc))
+    arch_list = tuple(_split(archs)) or DEFAULT_ARCHS
+    for a in arch_list:
+        if not _ARCH.match(a):
+            _fail(f"--offload-arch: `{a}` is not a GPU architecture name like gfx90a or gfx1100")
+    try:
+        rocm_version = parse_version(rocm)
+    except ValueError as exc:
+        _fail(f"--rocm-version: {exc}")
+    selected, ignored = frozenset(_split(select)), frozenset(_split(ignore))
+    for option, ids in (("--select", selected), ("--ignore", ignored)):
+        unknown = sorted(ids - set(hazards))
+        if unknown:
+            _fail(f"{option}: unknown rule id `{unknown[0]}` (known: {', '.join(sorted(hazards))})")
+    if baseline is not None and write_baseline is not None:
+        _fail("--baseline and --write-baseline cannot be combined")
+    accepted = _load_baseline(baseline) if baseline is not None else Counter()
+    try:
+        sources = collect_sources(list(paths), tuple(exclude))
+    except InputError as exc:
+        _fail(str(exc))
+    options = AuditOptions(arch_list, rocm_version, selected, ignored)
+    out = click.get_text_stream("stdout")
+    err = click.get_text_stream("stderr")
+    counts: Counter = Counter()
+    current: Counter = Counter()
+    failed = 0
+    hidden = 0
+    threshold = SEVERITY_RANK[fail_on]
+    failing = 0
+    for source in sources:
+        path = str(source.path)
+        if verbose:
+            err.write(f"auditing {path}\n")
+        try:
+            src = source.path.read_bytes()
+            findings = audit_source(src, path, options)
+        except (OSError, LexError) as exc:
+            err.write(f"hipport: error: {path}: {exc}\n")
+            failed += 1
+            continue
+        lines = src.split(b"\n")
+        for f in findings:
+            line_text = lines[f.line - 1] if f.line - 1 < len(lines) else b""
+            key = baseline_key(path, f.rule_id, line_text)
+            current[key] += 1
+            if accepted[key] > 0:
+                accepted[key] -= 1
+                hidden += 1
+                continue
+            counts[f.severity] += 1
+            if SEVERITY_RANK[f.severity] >= threshold:
+                failing += 1
+            if write_baseline is not None:
+                continue
+            head = f"{path}:{f.line}:{f.col}: {f.severity} {f.rule_id}: {f.message}"
+            if verbose:
+                head += f" [confidence: {f.confidence}]"
+            out.write(head + "\n")
+            if quiet:
+                continue
+            if verbose:
+                out.write(f"    rule: {hazards[f.rule_id].summary}\n")
+            out.write("    " + line_text.decode("utf-8", "replace").rstrip("\r").strip() + "\n")
+            for hunk_line in suggestion_hunk(src, f):
+                out.write("    " + hunk_line + "\n")
+    out.flush()
+    if write_baseline is not None:
+        _write_baseline(write_baseline, current)
+        if not quiet:
+            err.write(f"wrote {sum(current.values())} findings to {write_baseline}\n")
+        sys.exit(EXIT_FILES_FAILED if failed else EXIT_OK)
+    if not quiet:
+        total = sum(counts.values())
+        parts = ", ".join(f"{counts[s]} {s}" for s in reversed(SEVERITIES) if counts[s])
+        line = f"{total} finding{'s' if total != 1 else ''}" + (f" ({parts})" if parts else "") + \
+            f" in {len(sources)} file{'s' if len(sources) != 1 else ''}"
+        if hidden:
+            line += f"; {hidden} in the baseline not shown"
+        err.write(line + "\n")
+    if failed:
+        sys.exit(EXIT_FILES_FAILED)
+    sys.exit(EXIT_FINDINGS if failing else EXIT_OK)
