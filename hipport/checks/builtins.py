@@ -28,6 +28,7 @@ def check(ctx: Context) -> None:
     if RULE not in ctx.hazards:
         return
     rocm = ctx.rocm
+    wmma_lines: set[int] = set()
     for d in ctx.structure.directives:
         target = dirs.include_target(ctx.tokens, d)
         if target and target[2] in _HEADERS:
@@ -38,7 +39,9 @@ def check(ctx: Context) -> None:
             continue
         word = ctx.text[i]
         if word in (b"wmma", b"nvcuda") and ctx.t(ctx.next_code(i)) == b"::":
-            if ctx.t(ctx.prev_code(i)) != b"::":
+            line = ctx.lines.line_col(ctx.starts[i])[0]
+            if ctx.t(ctx.prev_code(i)) != b"::" and line not in wmma_lines:
+                wmma_lines.add(line)
                 ctx.report(RULE, i, f"`{word.decode()}::` warp matrix functions have no HIP form; port to rocWMMA",
                            severity="error", subject="wmma")
             continue
