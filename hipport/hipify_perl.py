@@ -33,6 +33,7 @@ DEFAULT_LOCATION = Path("/opt/rocm/bin/hipify-perl")
 NAMES_FILE = "hipify-perl.toml"
 HEADERS_FILE = "hipify-perl-headers.toml"
 FAMILY = "hipify-perl"
+_SCRIPT_OF: dict[Path, Path] = {}  # rules dir -> the script it was made from in this run (see script_for)
 _MAX_BYTES = 64 * 1024 * 1024  # the real script is about 1 MB; refuse to slurp something absurd
 
 SUBST_SUBS = {"simpleSubstitutions": "hip", "rocSubstitutions": "roc", "experimentalSubstitutions": "experimental"}
@@ -359,6 +360,7 @@ def hipify_perl_rules_dir(explicit: Path | None = None, warn: Callable[[str], No
         data = _read_bytes(path)
         digest = hashlib.sha256(data).hexdigest()
         target = cache_dir() / f"hipify-perl-{digest}"
+        _SCRIPT_OF[target] = path
         if (target / NAMES_FILE).is_file():
             return target
         parsed = parse_hipify_perl(data.decode("utf-8", errors="replace"), path)
@@ -369,7 +371,15 @@ def hipify_perl_rules_dir(explicit: Path | None = None, warn: Callable[[str], No
             raise
         (warn or _stderr_warning)(f"{exc}; found on {how}, ignored (set {ENV_VAR}=off to stop looking)")
         return None
-    return _store_dir(parsed, target, str(path.resolve()), digest)
+    stored = _store_dir(parsed, target, str(path.resolve()), digest)
+    _SCRIPT_OF[stored] = path
+    return stored
+
+
+def script_for(rules_dir: Path) -> Path | None:
+    """The hipify-perl script ``hipify_perl_rules_dir`` made (or reused) ``rules_dir`` for in this process.
+    (The cached files name the first script with that content, which may since have moved.)"""
+    return _SCRIPT_OF.get(Path(rules_dir))
 
 
 def _store_dir(parsed: HipifyPerl, target: Path, source: str, digest: str) -> Path:

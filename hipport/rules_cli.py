@@ -13,7 +13,7 @@ from pathlib import Path
 import click
 
 from hipport.hipify_perl import (HEADERS_FILE, NAMES_FILE, UNSUPPORTED_SUBS, hipify_perl_dirs, read_hipify_perl,
-                                 to_rule_files)
+                                 script_for, to_rule_files)
 from hipport.rules import NameRule, RuleError, RuleSet, builtin_rules_dir, load_rules
 
 EXIT_OK, EXIT_NOT_FOUND, EXIT_USAGE = 0, 1, 2
@@ -234,7 +234,8 @@ def _versions(rule: NameRule, labels) -> str:
 
 def _layer_name(label: str, directory: Path, files: list[tuple[Path, dict]]) -> str:
     """`hipify-perl /opt/rocm/bin/hipify-perl` for an imported table, else `--rules DIR`."""
-    source = next((d["import"].get("source") for _, d in files if isinstance(d.get("import"), dict)), None)
+    source = script_for(directory) or next(
+        (d["import"].get("source") for _, d in files if isinstance(d.get("import"), dict)), None)
     if source:
         return f"hipify-perl {source}"
     return f"{label} {directory}"
@@ -312,8 +313,8 @@ def _show_header(src: _Sources, name: str) -> None:
 @rules.command("import-hipify-perl")
 @click.argument("path", type=click.Path(path_type=Path))
 @click.option("-o", "--output-dir", type=click.Path(path_type=Path), default=Path("hipify-perl-rules"),
-              show_default=True, help="Directory to write the rule files into (created if missing; the two "
-                                      f"files {NAMES_FILE} and {HEADERS_FILE} are replaced).")
+              metavar="DIR", help="Directory to write the rule files into (default: ./hipify-perl-rules; created "
+                                  f"if missing; its {NAMES_FILE} and {HEADERS_FILE} are replaced).")
 def import_hipify_perl(path, output_dir):
     """Turn the hipify-perl script at PATH into a hipport rules directory, and print what it holds.
 
