@@ -165,26 +165,26 @@ def parse(src: bytes, regions: list[tuple[int, int]], call_names: frozenset[str]
     starts = [r[0] for r in regions]
     ends = [r[1] for r in regions]
 
-    def overlaps(cursor: ci.Cursor) -> bool:
+    def overlaps(cursor: ci.Cursor, top: bool) -> bool:
         ext = cursor.extent
-        if ext.start.file is None or ext.start.file.name != _NAME:
+        start = ext.start
+        # Below the top level everything of interest is spelled in the input (the stub only declares).
+        if top and (start.file is None or start.file.name != _NAME):
             return False
-        s, e = ext.start.offset, ext.end.offset
+        s, e = start.offset, ext.end.offset
         k = bisect.bisect_right(starts, e) - 1
         return k >= 0 and ends[k] >= s
 
     VAR, PARM, FIELD, CALL = (ci.CursorKind.VAR_DECL, ci.CursorKind.PARM_DECL, ci.CursorKind.FIELD_DECL,
                               ci.CursorKind.CALL_EXPR)
 
-    def visit(cursor: ci.Cursor) -> None:
+    def visit(cursor: ci.Cursor, top: bool = False) -> None:
         for child in cursor.get_children():
-            if not overlaps(child):
+            if not overlaps(child, top):
                 continue
             kind = child.kind
             if kind in (VAR, PARM, FIELD):
-                loc = child.location
-                if loc.file is not None and loc.file.name == _NAME:
-                    out.decl_types[loc.offset] = child.type.get_canonical().spelling
+                out.decl_types[child.location.offset] = child.type.get_canonical().spelling
             elif kind == CALL and child.spelling in call_names:
                 ref = child.referenced
                 params = []
@@ -195,5 +195,5 @@ def parse(src: bytes, regions: list[tuple[int, int]], call_names: frozenset[str]
                 out.calls[child.extent.start.offset] = Call(child.spelling, args, params)
             visit(child)
 
-    visit(tu.cursor)
+    visit(tu.cursor, True)
     return out

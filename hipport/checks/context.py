@@ -295,7 +295,10 @@ class Context:
     # -- parse on demand ------------------------------------------------------------------------
     def parsed(self) -> clangparse.Parsed | None:
         if self._parsed is False:
-            regions = sorted((self.starts[fn.name_index], self.ends[fn.body[1]]) for fn in self.functions)
+            # Only functions that hold a call whose types matter are walked.
+            hot = _CALLS_OF_INTEREST_B
+            regions = sorted((self.starts[fn.name_index], self.ends[fn.body[1]]) for fn in self.functions
+                             if any(self.text[k] in hot for k in range(fn.body[0], fn.body[1])))
             try:
                 self._parsed = clangparse.parse(self.src, regions, _CALLS_OF_INTEREST)
             except Exception:  # a libclang failure must not cost the token-level findings
@@ -466,3 +469,6 @@ _CALLS_OF_INTEREST = frozenset({
 
 __all__ = ["Context", "Function", "Allocation", "int_value", "THREAD_INDEX", "LANE_FUNCS",
            "COMMENT", "IDENT", "KEYWORD", "LITERAL", "PUNCT", "SEVERITY_RANK"]
+
+_CALLS_OF_INTEREST_B = frozenset(n.encode() for n in _CALLS_OF_INTEREST) | {
+    b"__ballot", b"__activemask", b"__match_any", b"__match_all", b"__lanemask_lt"}
