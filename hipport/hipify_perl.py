@@ -59,7 +59,8 @@ _HASH_START = re.compile(r"%(\w+)[ \t]*=[ \t]*\(")
 _FOREACH = re.compile(r"\bforeach[ \t]+(?:my[ \t]+)?\$\w+[ \t]*\(")
 _LIST_TOKEN = re.compile(rf"\s*(?:({_STR})|(=>|,)|([\w.+-]+)|(\))|(#[^\n]*))")
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_TARGET = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:::[A-Za-z_][A-Za-z0-9_]*)*$")
+# A target is an identifier or a C++ type: `hipMalloc`, `void*`, `rocrand_device::sobol32_engine<false>`.
+_TARGET = re.compile(r"^[A-Za-z_:][^\x00-\x1f\x7f\"\\]*$")
 _HEADER = re.compile(r'^[^\s"<>\\]+$')
 _VERSION = re.compile(r"^\d+(?:\.\d+){0,2}$")
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "0": "\0"}

@@ -275,3 +275,40 @@ def test_concurrent_writer_leaves_one_complete_dir(script, tmp_path):
     b = hp._store_dir(parsed, target, str(script), digest)
     assert a == b == target
     assert sorted(os.listdir(target.parent)) == [target.name]
+
+
+def _script_from(rules) -> str:
+    """A hipify-perl script in the installed format that says exactly what the bundled tables say."""
+    def q(s):
+        return s.replace("/", "\\/")
+
+    lines = ["#!/usr/bin/perl -w", "", "my %deprecated_funcs = ("]
+    lines += [f'    "{n}" => "{r.versions["cuda_deprecated"]}",' for n, r in rules.names.items()
+              if "cuda_deprecated" in r.versions]
+    lines += [");", "", "sub rocSubstitutions {"]
+    lines += [f'    subst("{n}", "{q(r.roc)}", "{r.family}");' for n, r in rules.names.items() if r.roc]
+    lines += ["}", "", "sub simpleSubstitutions {"]
+    lines += [f'    subst("{n}", "{q(r.hip)}", "{r.family}");' for n, r in rules.names.items() if r.hip]
+    lines += [f'    subst("{q(h)}", "{q(r.hip)}", "include");' for h, r in rules.headers.items() if r.hip]
+    lines += ["}", "", "sub warnUnsupportedFunctions {", "    my $k = 0;", "    foreach $func ("]
+    lines += [f'        "{n}",' for n, r in rules.names.items() if not r.hip]
+    lines += ["    )", "    {", "        my $mt = m/($func)/g;", "    }", "    return $k;", "}", ""]
+    return "\n".join(lines)
+
+
+def test_a_hipify_perl_that_agrees_with_the_bundled_tables_changes_nothing(tmp_path):
+    from hipport.engine import ConvertOptions, convert_source
+
+    builtin = load_rules([], use_cache=False)
+    parsed = parse_hipify_perl(_script_from(builtin))
+    assert not parsed.skipped and len(parsed.renames) == sum(1 for r in builtin.names.values() if r.hip)
+    to_rule_files(parsed, tmp_path / "hp")
+    merged = load_rules([tmp_path / "hp"], use_cache=False)
+    assert merged.names == builtin.names and merged.headers == builtin.headers
+    sources = sorted((Path(__file__).resolve().parents[1] / "examples" / "cuda").rglob("*.cu*"))
+    assert sources
+    for path in sources:
+        data = path.read_bytes()
+        for roc in (False, True):
+            assert convert_source(data, merged, ConvertOptions(roc=roc)).after == \
+                convert_source(data, builtin, ConvertOptions(roc=roc)).after, path
