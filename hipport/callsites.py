@@ -29,8 +29,8 @@ def rewrite_calls(conv: "_FileConverter") -> None:
     sem = conv.semantic
     tokens, src = conv.tokens, conv.src
     kinds, starts, ends = tokens.kinds, tokens.starts, tokens.ends
-    for i in range(len(tokens)):
-        if kinds[i] != IDENT or conv.skip[i]:
+    for i in conv.candidates:
+        if conv.skip[i]:
             continue
         name = src[starts[i] : ends[i]].decode("latin-1")
         if name in sem.warp_sync:

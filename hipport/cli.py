@@ -16,7 +16,7 @@ from hipport.rocm import VersionError, detect_installed, parse_rocm_version
 from hipport.files import InputError, collect_sources
 from hipport.hipify_perl import hipify_perl_dirs
 from hipport.rules import RuleError, load_rules
-from hipport.runner import convert_tree, unified_diff
+from hipport.runner import convert_tree, default_jobs, unified_diff
 from hipport.report.text import render_summary
 from hipport.summary import summarize
 
@@ -64,10 +64,12 @@ def main() -> None:
                    "setting, $HIPPORT_HIPIFY_PERL, /opt/rocm/bin/hipify-perl, then hipify-perl on PATH; "
                    "HIPPORT_HIPIFY_PERL=off stops the search. Read once, cached by content hash.")
 @click.option("--no-hipify-perl", is_flag=True, help="Do not look for or use an installed hipify-perl.")
+@click.option("-j", "--jobs", type=click.IntRange(min=1), metavar="N",
+              help="Worker processes (default: the number of CPU cores; small runs use one).")
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors.")
 @click.option("-v", "--verbose", is_flag=True, help="List every changed file, every finding and every name.")
 def convert(paths, output_dir, diff_mode, check, to_stdout, roc, rocm_version, launch_syntax, config_path, exclude,
-            rule_dirs, hipify_perl, no_hipify_perl, quiet, verbose):
+            rule_dirs, hipify_perl, no_hipify_perl, jobs, quiet, verbose):
     """Convert CUDA sources under PATHS to HIP.
 
     PATHS are files or directories; directories are searched for .cu .cuh .cpp .cc .cxx .c .h .hpp .hh .inl
@@ -124,9 +126,11 @@ def convert(paths, output_dir, diff_mode, check, to_stdout, roc, rocm_version, l
                 emit(source, result)
                 progress.advance(task)
 
-            results = convert_tree(sources, rules, options, write=write, output_dir=output_dir, on_result=step)
+            results = convert_tree(sources, rules, options, write=write, output_dir=output_dir, on_result=step,
+                                   jobs=jobs or default_jobs())
     else:
-        results = convert_tree(sources, rules, options, write=write, output_dir=output_dir, on_result=emit)
+        results = convert_tree(sources, rules, options, write=write, output_dir=output_dir, on_result=emit,
+                               jobs=jobs or default_jobs())
     sys.stdout.flush()
     summary = summarize(results)
     if not to_stdout or verbose:

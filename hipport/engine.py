@@ -6,6 +6,7 @@ decode (Latin-1 comments are common in old CUDA code) pass through untouched.
 
 from __future__ import annotations
 
+import bisect
 import re
 from dataclasses import dataclass
 
@@ -60,6 +61,7 @@ class _FileConverter:
         self.defines: set[str] = set()
         self.semantic = load_semantic()
         self.claimed: set[int] = set()      # token indices a semantic pass has dealt with
+        self.candidates = _candidates(self.tokens, rules)
         self.once: set[str] = set()         # per-file findings already given
         self.macro_values: dict[str, str] = {}
 
@@ -121,8 +123,8 @@ class _FileConverter:
         unsupported_seen: set[str] = set()
         claimed = self.claimed
         target_rocm = self.options.rocm_version
-        for i in range(n):
-            if kinds[i] != IDENT or skip[i] or i in claimed:
+        for i in self.candidates:
+            if skip[i] or i in claimed:
                 continue
             word = src[starts[i] : ends[i]]
             prev = tokens.text(i - 1) if i else b""
@@ -211,13 +213,9 @@ class _FileConverter:
 
     def _has_device_code(self) -> bool:
         tokens = self.tokens
-        kinds, starts, ends, src = tokens.kinds, tokens.starts, tokens.ends, self.src
-        for i in range(len(tokens)):
-            k = kinds[i]
-            if k == IDENT and src[starts[i] : ends[i]] in _DEVICE_WORDS:
-                return True
-            if k == PUNCT and src[starts[i] : ends[i]] == b"<<" and i + 1 < len(tokens) \
-                    and starts[i + 1] == ends[i] and src[starts[i + 1] : ends[i + 1]] == b"<":
+        for m in _DEVICE_CODE.finditer(self.src):
+            i = _token_at(tokens, m.start())
+            if i is not None and tokens.kinds[i] in (IDENT, PUNCT):
                 return True
         return False
 
@@ -236,6 +234,50 @@ class _FileConverter:
             at = self.tokens.starts[first]
         line = b"#include <hip/hip_runtime.h>" + _newline(self.src)
         self._convert(at, at, line, "(device code)", "include")
+
+
+_DEVICE_CODE = re.compile(rb"\b__(?:global|device|shared)__\b|<<<")
+_BROAD_PREFIXES = ("cu", "CU", "Cu", "__", "nv", "NV")
+_PREFIXED = re.compile(rb"\b(?:cu|CU|Cu|__|nv|NV)\w*")
+_IDENTIFIER = re.compile(rb"\b[A-Za-z_]\w*")
+_other_names: dict[int, tuple[RuleSet, frozenset]] = {}
+
+
+def _names_without_prefix(rules: RuleSet) -> frozenset:
+    """The few rule names without a CUDA prefix (`saturate`, `cub`, `make_cuComplex`, `_CUFFT_H_`)."""
+    cached = _other_names.get(id(rules))
+    if cached is not None and cached[0] is rules:
+        return cached[1]
+    sem = load_semantic()
+    names = (*rules.names, *rules.namespaces, *sem.guards, *sem.device_pass, *sem.version_macros, *sem.warp_sync)
+    others = frozenset(n.encode() for n in names if not n.startswith(_BROAD_PREFIXES))
+    _other_names[id(rules)] = (rules, others)
+    return others
+
+
+def _token_at(tokens: Tokens, offset: int) -> int | None:
+    """Index of the token starting exactly at ``offset`` (None inside a comment, string or longer token)."""
+    i = bisect.bisect_left(tokens.starts, offset)
+    return i if i < len(tokens.starts) and tokens.starts[i] == offset else None
+
+
+def _candidates(tokens: Tokens, rules: RuleSet) -> list[int]:
+    """Token indices of every identifier a rule could care about, found with regexes (C speed) so the Python
+    loops visit only those: names with a CUDA prefix by prefix, the few others by name when present at all."""
+    src = tokens.src
+    offsets = [m.span() for m in _PREFIXED.finditer(src)]
+    present = _names_without_prefix(rules).intersection(_IDENTIFIER.findall(src))
+    if present:
+        alternation = b"|".join(re.escape(n) for n in sorted(present, key=len, reverse=True))
+        offsets += [m.span() for m in re.finditer(rb"\b(?:" + alternation + rb")\b", src)]
+        offsets.sort()
+    kinds, ends = tokens.kinds, tokens.ends
+    found = []
+    for start, end in offsets:
+        i = _token_at(tokens, start)
+        if i is not None and kinds[i] == IDENT and ends[i] == end:
+            found.append(i)
+    return found
 
 
 def _installed_has(name: str, target_rocm: tuple) -> bool:
@@ -259,4 +301,20 @@ def apply_edits(src: bytes, edits: list[Edit]) -> bytes:
 def convert_source(src: bytes, rules: RuleSet, options: ConvertOptions = ConvertOptions(),
                    path: str = "<stdin>") -> FileResult:
     """Convert one file's bytes. Raises scan.LexError when libclang cannot read it."""
+    if not _may_need_work(src, rules):
+        return FileResult(path, src, src)
     return _FileConverter(path, src, rules, options).run()
+
+
+_INCLUDE = re.compile(rb"^[ \t]*#[ \t]*include[ \t]*[<\"]([^>\"\n]+)", re.M)
+
+
+def _may_need_work(src: bytes, rules: RuleSet) -> bool:
+    """Most files of a large tree have no CUDA in them: decide that with regexes, before paying ~4 ms for libclang.
+    Anything that could matter to a rule (a CUDA-prefixed name, a known unprefixed name, a CUDA header, a launch,
+    a CUDA header-guard macro without a prefix) sends the file to the full path."""
+    if _PREFIXED.search(src) or b"<<<" in src:
+        return True
+    if any(m.group(1).decode("latin-1").strip() in rules.headers for m in _INCLUDE.finditer(src)):
+        return True
+    return bool(_names_without_prefix(rules).intersection(_IDENTIFIER.findall(src)))

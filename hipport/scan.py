@@ -11,6 +11,7 @@ from __future__ import annotations
 import bisect
 import ctypes
 from array import array
+from itertools import repeat
 from dataclasses import dataclass
 
 import clang.cindex as ci
@@ -108,6 +109,6 @@ def lex(src: bytes) -> Tokens:
     finally:
         ci.conf.lib.clang_disposeTokens(tu, memory, count)
     kinds = raw[0::_UINTS_PER_TOKEN]
-    starts = array("I", (loc - base for loc in raw[1::_UINTS_PER_TOKEN]))
+    starts = array("I", map(int.__sub__, raw[1::_UINTS_PER_TOKEN], repeat(base)))
     ends = array("I", map(int.__add__, starts, raw[2::_UINTS_PER_TOKEN]))
     return Tokens(src, kinds, starts, ends)

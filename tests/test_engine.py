@@ -167,3 +167,22 @@ def test_cudnn_is_reported_not_renamed_unless_roc(convert):
     assert {f.subject for f in result.findings} == {"cudnnHandle_t", "cudnnCreate"}
     assert "MIOpen" in result.findings[0].message
     assert out(convert, src, roc=True) == "miopenHandle_t h; miopenCreate(&h);\n"
+
+
+@pytest.mark.parametrize("src", [
+    "#ifdef _CUFFT_H_\nint a;\n#endif\n",
+    "#include <cooperative_groups.h>\n",
+    "#include <vector_types.h>\n",
+    "y = saturate(x);\n",
+    "void f() { k<<<1, 1>>>(); }\n",
+    "using namespace cub;\n",
+])
+def test_fast_path_never_skips_a_file_with_work(convert, src):
+    result = convert(src)
+    assert result.after != result.before or result.findings
+
+
+def test_fast_path_returns_files_without_cuda_unchanged(convert):
+    src = b"#include <vector>\n// plain C++ with no accelerator code\nint main() { return 0; }\n"
+    result = convert(src)
+    assert result.after == src and not result.findings and not result.unknown
