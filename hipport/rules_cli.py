@@ -342,8 +342,8 @@ def import_hipify_perl(path, output_dir):
     names, versions, headers = parsed.rule_entries()
     echo = click.echo
     echo(f"read {path} (sha256 {digest[:12]}...)")
-    echo(f"wrote {written[0]} ({len(names):,} names, {len(versions):,} version-only entries) and "
-         f"{written[1]} ({len(headers):,} headers)")
+    echo(f"wrote {written[0]} ({_plural(len(names), 'name')}, {_plural(len(versions), 'version-only entry')}) "
+         f"and {written[1]} ({_plural(len(headers), 'header')})".replace("entrys", "entries"))
     counts = parsed.counts()
     for kind in ("rename", "roc rename", "experimental rename"):
         cats = sorted(((c, n) for (k, c), n in counts.items() if k == kind), key=lambda cn: (-cn[1], cn[0]))
@@ -357,6 +357,6 @@ def import_hipify_perl(path, output_dir):
     echo(f"  {'unsupported':<21} {sum(n for _, n in unsupported):>6,}: "
          + ", ".join(f"{_UNSUPPORTED_LABELS[k]} {n:,}" for k, n in unsupported))
     if parsed.skipped:
-        echo(f"  {'ignored':<21} {len(parsed.skipped):>6,} subst lines that are not a plain name or header "
+        echo(f"  {'ignored':<21} {len(parsed.skipped):>6,} subst line(s) that are not a plain name or header "
              f"(first: {parsed.skipped[0]})")
     echo(f"use it with: hipport convert --rules {output_dir} ...")
