@@ -64,12 +64,17 @@ def main() -> None:
                    "setting, $HIPPORT_HIPIFY_PERL, /opt/rocm/bin/hipify-perl, then hipify-perl on PATH; "
                    "HIPPORT_HIPIFY_PERL=off stops the search. Read once, cached by content hash.")
 @click.option("--no-hipify-perl", is_flag=True, help="Do not look for or use an installed hipify-perl.")
+@click.option("--apply-suggestions", is_flag=True,
+              help="Also apply the suggested patches of `hipport audit` (wave64, masks, atomics) to the converted "
+                   "code; limit them with --select.")
+@click.option("--select", "select", multiple=True, metavar="RULE[,RULE...]",
+              help="With --apply-suggestions: only these audit rule ids (repeatable; default every rule with a fix).")
 @click.option("-j", "--jobs", type=click.IntRange(min=1), metavar="N",
               help="Worker processes (default: the number of CPU cores; small runs use one).")
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors.")
 @click.option("-v", "--verbose", is_flag=True, help="List every changed file, every finding and every name.")
 def convert(paths, output_dir, diff_mode, check, to_stdout, roc, rocm_version, launch_syntax, config_path, exclude,
-            rule_dirs, hipify_perl, no_hipify_perl, jobs, quiet, verbose):
+            rule_dirs, hipify_perl, no_hipify_perl, apply_suggestions, select, jobs, quiet, verbose):
     """Convert CUDA sources under PATHS to HIP.
 
     PATHS are files or directories; directories are searched for .cu .cuh .cpp .cc .cxx .c .h .hpp .hh .inl
@@ -102,7 +107,10 @@ def convert(paths, output_dir, diff_mode, check, to_stdout, roc, rocm_version, l
         _check_output_dir(output_dir, paths)
     write = "outdir" if output_dir is not None else ("none" if (diff_mode or check or to_stdout) else "inplace")
     err = Console(stderr=True, quiet=quiet, highlight=False)
-    options = ConvertOptions(roc=roc, rocm_version=rocm, launch_syntax=launch_syntax)
+    suggestions = _suggestion_ids(select) if apply_suggestions else None
+    if select and not apply_suggestions:
+        _fail("--select only applies with --apply-suggestions")
+    options = ConvertOptions(roc=roc, rocm_version=rocm, launch_syntax=launch_syntax, suggestions=suggestions)
 
     def emit(source, result):
         if diff_mode and result.error is None:
@@ -144,6 +152,17 @@ def convert(paths, output_dir, diff_mode, check, to_stdout, roc, rocm_version, l
     if check and summary.files_changed:
         sys.exit(EXIT_CHANGES)
     sys.exit(EXIT_OK)
+
+
+def _suggestion_ids(select: tuple[str, ...]) -> frozenset:
+    from hipport.hazards import load_hazards
+
+    ids = frozenset(i.strip() for group in select for i in group.split(",") if i.strip())
+    known = load_hazards()
+    unknown = sorted(ids - set(known))
+    if unknown:
+        _fail(f"--select: unknown audit rule id `{unknown[0]}` (see `hipport rules`)")
+    return ids
 
 
 def _rocm_target(text: str | None) -> tuple[int, int]:

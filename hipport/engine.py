@@ -40,6 +40,8 @@ class ConvertOptions:
     roc: bool = False
     rocm_version: tuple = NEWEST_ROCM  # the ROCm release the output must build with
     launch_syntax: str = "cuda"        # "cuda" keeps <<<>>>; "hip" writes hipLaunchKernelGGL
+    # Audit rule ids whose suggested patches are applied after conversion (None: none; empty: every rule).
+    suggestions: frozenset | None = None
 
 
 def _newline(src: bytes) -> bytes:
@@ -302,8 +304,25 @@ def convert_source(src: bytes, rules: RuleSet, options: ConvertOptions = Convert
                    path: str = "<stdin>") -> FileResult:
     """Convert one file's bytes. Raises scan.LexError when libclang cannot read it."""
     if not _may_need_work(src, rules):
-        return FileResult(path, src, src)
-    return _FileConverter(path, src, rules, options).run()
+        result = FileResult(path, src, src)
+    else:
+        result = _FileConverter(path, src, rules, options).run()
+    if options.suggestions is not None:
+        _apply_audit_suggestions(result, options)
+    return result
+
+
+def _apply_audit_suggestions(result: FileResult, options: ConvertOptions) -> None:
+    """Audit the converted text and apply the patches of the opted-in rules; the audit runs on HIP names."""
+    from hipport.audit import AuditOptions, apply_suggestions, audit_source  # only when asked: it parses ASTs
+
+    findings = audit_source(result.after, result.path, AuditOptions(rocm_version=options.rocm_version,
+                                                                    select=options.suggestions))
+    fixable = [f for f in findings if f.edits]
+    if fixable:
+        result.after = apply_suggestions(result.after, fixable, options.suggestions)
+        for f in fixable:
+            result.conversions.append(Conversion(f.rule_id, "suggestion", "suggestion", f.line))
 
 
 _INCLUDE = re.compile(rb"^[ \t]*#[ \t]*include[ \t]*[<\"]([^>\"\n]+)", re.M)

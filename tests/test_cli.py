@@ -188,3 +188,21 @@ def test_installed_console_script_works_from_another_directory(tmp_path):
     r = subprocess.run([exe, "convert", "--stdout", "k.cu"], capture_output=True, cwd=tmp_path, env=env)
     assert r.returncode == 0, r.stderr
     assert r.stdout == HIP
+
+
+def test_apply_suggestions_with_select(tmp_path):
+    f = tmp_path / "k.cu"
+    f.write_bytes(b"__device__ unsigned lanes(int lane) {\n  unsigned mask = 0xffffffffu;\n"
+                  b"  return mask & ((1u << lane) - 1);\n}\n")
+    plain = hipport("convert", "--stdout", "--rocm-version", "7.0", f)
+    assert b"((1u << lane) - 1)" in plain.stdout
+    fixed = hipport("convert", "--stdout", "--rocm-version", "7.0", "--apply-suggestions",
+                    "--select", "warp-mask-32bit", f)
+    assert fixed.returncode == 0, fixed.stderr
+    assert b"((1ull << lane) - 1)" in fixed.stdout
+    again = tmp_path / "again.cu"
+    again.write_bytes(fixed.stdout)
+    r = hipport("convert", "--check", "--rocm-version", "7.0", "--apply-suggestions", "--select", "warp-mask-32bit", again)
+    assert r.returncode == 0, r.stderr
+    r = hipport("convert", "--stdout", "--apply-suggestions", "--select", "no-such-rule", f)
+    assert r.returncode == 2 and b"unknown audit rule id `no-such-rule`" in r.stderr
