@@ -53,7 +53,8 @@ HASHES = {"deprecated_funcs": "cuda_deprecated", "removed_funcs": "cuda_removed"
 _STR = r'"(?:[^"\\\n]|\\.)*"|\'(?:[^\'\\\n]|\\.)*\''
 _SUB_START = re.compile(r"^sub[ \t]+(\w+)[ \t]*(?:\([^)\n]*\))?[ \t]*\{?", re.M)
 _SUB_END = re.compile(r"^(?:\}|sub[ \t])", re.M)
-_SUBST = re.compile(rf"^[ \t]*subst[ \t]*\([ \t]*({_STR})[ \t]*,[ \t]*({_STR})[ \t]*,[ \t]*({_STR})[ \t]*\)[ \t]*;", re.M)
+_SUBST = re.compile(rf"^[ \t]*subst[ \t]*\([ \t]*({_STR})[ \t]*,[ \t]*({_STR})[ \t]*,[ \t]*({_STR})[ \t]*\)[ \t]*;",
+                    re.M)
 _SUBST_ANY = re.compile(r"^[ \t]*subst[ \t]*\(", re.M)
 _HASH_START = re.compile(r"%(\w+)[ \t]*=[ \t]*\(")
 _FOREACH = re.compile(r"\bforeach[ \t]+(?:my[ \t]+)?\$\w+[ \t]*\(")

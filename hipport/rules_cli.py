@@ -181,7 +181,7 @@ def show(ctx, name, rule_dirs, hipify_perl, no_hipify_perl, config_path):
       1  NAME is not known (close matches are suggested)
       2  usage error or malformed rule file
     """
-    g_dirs, g_hp, g_no_hp, g_config = ctx.obj.get("sources", ((), None, False, None)) if ctx.obj else ((), None, False, None)
+    g_dirs, g_hp, g_no_hp, g_config = (ctx.obj or {}).get("sources", ((), None, False, None))
     src = _load((*g_dirs, *rule_dirs), hipify_perl or g_hp, no_hipify_perl or g_no_hp, config_path or g_config)
     rules = src.rules
     if name in rules.names:
