@@ -3,6 +3,7 @@ checks live in hipport.audit and hipport.checks."""
 
 from __future__ import annotations
 
+import io
 import json
 import re
 import sys
@@ -11,9 +12,11 @@ from pathlib import Path
 
 import click
 
-from hipport.audit import DEFAULT_ARCHS, NEWEST_ROCM, AuditOptions, apply_suggestions, audit_source
-from hipport.files import InputError, collect_sources
+from hipport.audit import DEFAULT_ARCHS, NEWEST_ROCM, AuditOptions, audit_source
+from hipport.files import InputError, collect_sources, write_atomic
 from hipport.hazards import SEVERITIES, SEVERITY_RANK, HazardError, load_hazards, parse_version
+from hipport.report import DEFAULT_NAMES, REPORT_FORMATS, render
+from hipport.report.model import AuditReport, failed_file, file_report, rule_table, suggestion_hunk
 from hipport.scan import LexError
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_FILES_FAILED = 0, 1, 2, 3
@@ -67,33 +70,6 @@ def _write_baseline(path: Path, keys: Counter) -> None:
                     encoding="utf-8")
 
 
-def suggestion_hunk(src: bytes, finding) -> list[str]:
-    """The finding's edits as a unified-diff hunk over the lines they touch (empty when it has none)."""
-    if not finding.edits:
-        return []
-    first = min(e.start for e in finding.edits)
-    last = max(e.end for e in finding.edits)
-    line_start = src.rfind(b"\n", 0, first) + 1
-    line_end = src.find(b"\n", last)
-    if line_end == -1:
-        line_end = len(src)
-    old = src[line_start:line_end]
-    shifted = [type(e)(e.start - line_start, e.end - line_start, e.new) for e in finding.edits]
-    new = apply_suggestions(old, [type(finding)(finding.rule_id, finding.severity, finding.line, finding.col,
-                                                finding.message, finding.confidence, tuple(shifted))])
-    old_lines = old.decode("utf-8", "replace").split("\n")
-    new_lines = new.decode("utf-8", "replace").split("\n")
-    line_no = src.count(b"\n", 0, line_start) + 1
-
-    def rng(n: int) -> str:
-        return f"{line_no}" if n == 1 else f"{line_no},{n}"
-
-    out = [f"@@ -{rng(len(old_lines))} +{rng(len(new_lines))} @@"]
-    out += ["-" + x.rstrip("\r") for x in old_lines]
-    out += ["+" + x.rstrip("\r") for x in new_lines]
-    return out
-
-
 @click.command("audit")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--exclude", multiple=True, metavar="GLOB",
@@ -115,10 +91,19 @@ def suggestion_hunk(src: bytes, finding) -> list[str]:
                    "rule and the text of their source line, so edits elsewhere in the file keep the match.")
 @click.option("--write-baseline", "write_baseline", type=click.Path(path_type=Path, dir_okay=False),
               metavar="FILE", help="Write every current finding to FILE as a baseline, then exit 0.")
+@click.option("--report", "reports", multiple=True, type=click.Choice(REPORT_FORMATS), metavar="FORMAT",
+              help="Report format: text (default), html, json, sarif or markdown. Repeat for several at once.")
+@click.option("-o", "--output", type=click.Path(path_type=Path), metavar="PATH",
+              help="Where the report goes. With one --report: a file (`-` for stdout; an existing directory gets "
+                   "the default name). With several: a directory, created if needed.")
+@click.option("--output-dir", type=click.Path(path_type=Path, file_okay=False), metavar="DIR",
+              help="Write every report into DIR under its default name (hipport-report.txt, .html, .json, "
+                   ".sarif, .md).")
 @click.option("-q", "--quiet", is_flag=True, help="One line per finding; no source lines, patches or summary.")
 @click.option("-v", "--verbose", is_flag=True,
               help="Also print each finding's confidence and the rule's summary, and every file audited.")
-def audit(paths, exclude, archs, rocm, select, ignore, fail_on, baseline, write_baseline, quiet, verbose):
+def audit(paths, exclude, archs, rocm, select, ignore, fail_on, baseline, write_baseline, reports, output, output_dir,
+          quiet, verbose):
     """Report wave64, lane-mask, warpSize and atomics hazards in CUDA or HIP sources under PATHS.
 
     PATHS are files or directories, selected as `hipport convert` selects them. Sources are never written.
@@ -134,6 +119,23 @@ def audit(paths, exclude, archs, rocm, select, ignore, fail_on, baseline, write_
       error    will not compile for a targeted architecture or ROCm version
       warning  compiles, but can give wrong results on a target, or depends on the memory, or is slow
       info     a 32-lane assumption that is consistent as written but deserves a look
+    \b
+    Reports (--report, repeatable):
+      text      the listing above (default)
+      html      one self-contained page: summary, charts, a sortable and filterable file table, each file's
+                conversion diff and each finding with its note and patch
+      json      versioned data (schema "hipport-audit/1", see docs/report-schema.md)
+      sarif     SARIF 2.1.0 for GitHub code scanning and other SARIF viewers
+      markdown  a short summary for a pull-request comment
+    The html, json, sarif and markdown reports also run the conversion in memory (nothing is written) to count
+    what converts automatically, and include what the conversion leaves for a person (e.g. unsupported-api).
+    \b
+    Where reports go:
+      no -o/--output-dir  text, or a single json/sarif/markdown report, to stdout; html and the rest
+                          to ./hipport-report.<ext>
+      -o FILE             the single report to FILE (`-o -`: stdout)
+      -o DIR, --output-dir DIR
+                          every report to DIR/hipport-report.<ext>
     \b
     Exit status:
       0  no finding at or above --fail-on (or --write-baseline was given)
@@ -166,8 +168,18 @@ def audit(paths, exclude, archs, rocm, select, ignore, fail_on, baseline, write_
     except InputError as exc:
         _fail(str(exc))
     options = AuditOptions(arch_list, rocm_version, selected, ignored)
-    out = click.get_text_stream("stdout")
+    plan = [] if write_baseline is not None else _plan_outputs(reports, output, output_dir)
+    rich_reports = [fmt for fmt, _ in plan if fmt != "text"]
+    text_dest = next((dest for fmt, dest in plan if fmt == "text"), "none")
+    converter = _converter(rocm_version) if rich_reports else None
+    file_reports = []
     err = click.get_text_stream("stderr")
+    if text_dest is None:
+        out = click.get_text_stream("stdout")
+    elif text_dest == "none":
+        out = io.StringIO()
+    else:
+        out = _open_output(text_dest)
     counts: Counter = Counter()
     current: Counter = Counter()
     failed = 0
@@ -184,8 +196,11 @@ def audit(paths, exclude, archs, rocm, select, ignore, fail_on, baseline, write_
         except (OSError, LexError) as exc:
             err.write(f"hipport: error: {path}: {exc}\n")
             failed += 1
+            if converter is not None:
+                file_reports.append(failed_file(source.path, f"{path}: {exc}"))
             continue
         lines = src.split(b"\n")
+        shown = []
         for f in findings:
             line_text = lines[f.line - 1] if f.line - 1 < len(lines) else b""
             key = baseline_key(path, f.rule_id, line_text)
@@ -194,6 +209,7 @@ def audit(paths, exclude, archs, rocm, select, ignore, fail_on, baseline, write_
                 accepted[key] -= 1
                 hidden += 1
                 continue
+            shown.append(f)
             counts[f.severity] += 1
             if SEVERITY_RANK[f.severity] >= threshold:
                 failing += 1
@@ -210,12 +226,32 @@ def audit(paths, exclude, archs, rocm, select, ignore, fail_on, baseline, write_
             out.write("    " + line_text.decode("utf-8", "replace").rstrip("\r").strip() + "\n")
             for hunk_line in suggestion_hunk(src, f):
                 out.write("    " + hunk_line + "\n")
+        if converter is not None:
+            file_reports.append(file_report(source.path, src, shown, converter(src, path),
+                                            convert_findings=not selected))
     out.flush()
     if write_baseline is not None:
         _write_baseline(write_baseline, current)
         if not quiet:
             err.write(f"wrote {sum(current.values())} findings to {write_baseline}\n")
         sys.exit(EXIT_FILES_FAILED if failed else EXIT_OK)
+    if text_dest not in (None, "none"):
+        out.close()
+    if rich_reports:
+        report = AuditReport(file_reports, rule_table(hazards), arch_list, ".".join(map(str, rocm_version)),
+                             baseline_hidden=hidden)
+        for fmt, dest in plan:
+            if fmt == "text":
+                continue
+            data = render(fmt, report)
+            if dest is None:
+                sys.stdout.flush()
+                sys.stdout.buffer.write(data)
+                sys.stdout.buffer.flush()
+            else:
+                _write_report(dest, data)
+                if not quiet:
+                    err.write(f"wrote {fmt} report to {dest}\n")
     if not quiet:
         total = sum(counts.values())
         parts = ", ".join(f"{counts[s]} {s}" for s in reversed(SEVERITIES) if counts[s])
@@ -227,3 +263,76 @@ def audit(paths, exclude, archs, rocm, select, ignore, fail_on, baseline, write_
     if failed:
         sys.exit(EXIT_FILES_FAILED)
     sys.exit(EXIT_FINDINGS if failing else EXIT_OK)
+
+
+def _plan_outputs(reports: tuple[str, ...], output: Path | None, output_dir: Path | None) -> list:
+    """(format, destination) pairs; a destination of None means stdout. At most one report goes to stdout."""
+    formats = list(dict.fromkeys(reports)) or ["text"]
+    if output is not None and output_dir is not None:
+        _fail("-o/--output and --output-dir cannot be combined; with several reports -o takes a directory")
+    if output_dir is not None:
+        _check_dir(output_dir, "--output-dir")
+        return [(fmt, output_dir / DEFAULT_NAMES[fmt]) for fmt in formats]
+    if output is not None:
+        if str(output) == "-":
+            if len(formats) > 1:
+                _fail("-o - (stdout) takes one --report; give a directory for several")
+            return [(formats[0], None)]
+        if len(formats) == 1:
+            dest = output / DEFAULT_NAMES[formats[0]] if output.is_dir() else output
+            return [(formats[0], dest)]
+        _check_dir(output, "-o")
+        return [(fmt, output / DEFAULT_NAMES[fmt]) for fmt in formats]
+    stdout_fmt = "text" if "text" in formats else (formats[0] if len(formats) == 1 and formats[0] != "html" else None)
+    return [(fmt, None if fmt == stdout_fmt else Path(DEFAULT_NAMES[fmt])) for fmt in formats]
+
+
+def _check_dir(path: Path, option: str) -> None:
+    if path.exists() and not path.is_dir():
+        _fail(f"{option} {path}: several reports need a directory, and this is a file")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        _fail(f"{option} {path}: cannot create the directory ({exc.strerror})")
+
+
+def _open_output(dest: Path):
+    try:
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        return dest.open("w", encoding="utf-8", newline="\n")
+    except OSError as exc:
+        _fail(f"{dest}: cannot write the report ({exc.strerror})")
+
+
+def _write_report(dest: Path, data: bytes) -> None:
+    try:
+        write_atomic(dest, data)
+    except (OSError, InputError) as exc:
+        _fail(f"{dest}: cannot write the report ({getattr(exc, 'strerror', None) or exc})")
+
+
+def _converter(rocm_version: tuple[int, ...]):
+    """The convert engine as `hipport convert` would run it here (project config, hipify-perl, extra rules),
+    returning an in-memory FileResult per file; nothing is written."""
+    from hipport.config import ConfigError, find_config, load_config
+    from hipport.engine import ConvertOptions, convert_source
+    from hipport.hipify_perl import hipify_perl_dirs
+    from hipport.model import FileResult
+    from hipport.rules import RuleError, load_rules
+
+    try:
+        config = load_config(find_config())
+        rules = load_rules([*hipify_perl_dirs(None, False, config), *config.paths("rules")])
+    except (RuleError, ConfigError) as exc:
+        _fail(str(exc))
+    target = (tuple(rocm_version) + (0, 0))[:2]
+    convert_options = ConvertOptions(roc=config.get("roc", False), rocm_version=target,
+                                     launch_syntax=config.get("launch-syntax", "cuda"))
+
+    def run(src: bytes, path: str) -> FileResult:
+        try:
+            return convert_source(src, rules, convert_options, path)
+        except LexError as exc:
+            return FileResult(path, src, None, error=f"{path}: {exc}")
+
+    return run

@@ -1,0 +1,76 @@
+"""`--report json`: the audit report as versioned data. The schema is documented in docs/report-schema.md;
+any change that removes or renames a key, or changes a value's meaning, bumps SCHEMA."""
+
+from __future__ import annotations
+
+import json
+
+from hipport.report.model import READINESS_DEFINITION, SEVERITY_ORDER, SEVERITY_WEIGHT, AuditReport, FileReport
+
+SCHEMA = "hipport-audit/1"
+
+
+def _severities(counter) -> dict[str, int]:
+    return {s: counter.get(s, 0) for s in SEVERITY_ORDER}
+
+
+def _file(f: FileReport) -> dict:
+    return {
+        "path": f.path,
+        "uri": f.uri,
+        "lines": f.lines,
+        "bytes": f.size,
+        "error": f.error,
+        "readiness": round(f.readiness, 4),
+        "manual_work": f.manual,
+        "converted": f.converted,
+        "converted_by_category": dict(sorted(f.by_category.items())),
+        "findings_by_severity": _severities(f.by_severity),
+        "conversions": [dict(c) for c in f.conversions],
+        "diff": f.diff,
+        "findings": [{
+            "rule": x.rule,
+            "severity": x.severity,
+            "confidence": x.confidence,
+            "source": x.source,
+            "location": {"line": x.line, "column": x.col},
+            "message": x.message,
+            "source_line": x.source_line,
+            "fix": {"patch": "\n".join(x.patch) + "\n", "edits": x.edits} if x.patch else None,
+        } for x in f.findings],
+    }
+
+
+def report_data(report: AuditReport) -> dict:
+    used = {x.rule for f in report.files for x in f.findings}
+    rules = {rid: {"severity": r.severity, "summary": r.summary, "note": r.note, "source": r.source,
+                   "help_uri": r.help_uri}
+             for rid, r in sorted(report.rules.items()) if r.source == "audit" or rid in used}
+    return {
+        "schema": SCHEMA,
+        "tool": {"name": "hipport", "version": report.tool_version},
+        "target": {"offload_arch": list(report.offload_arch), "rocm_version": report.rocm_version},
+        "readiness_definition": READINESS_DEFINITION,
+        "severity_weights": dict(SEVERITY_WEIGHT),
+        "totals": {
+            "files": len(report.files),
+            "files_changed": report.files_changed,
+            "files_with_findings": report.files_with_findings,
+            "files_failed": report.files_failed,
+            "lines": report.lines,
+            "converted": report.converted,
+            "converted_by_category": dict(sorted(report.by_category.items())),
+            "findings": report.findings,
+            "findings_by_severity": _severities(report.by_severity),
+            "findings_by_rule": dict(sorted(report.by_rule.items())),
+            "manual_work": report.manual,
+            "readiness": round(report.readiness, 4),
+            "baseline_hidden": report.baseline_hidden,
+        },
+        "rules": rules,
+        "files": [_file(f) for f in report.files],
+    }
+
+
+def render_json(report: AuditReport) -> str:
+    return json.dumps(report_data(report), indent=1, ensure_ascii=False) + "\n"
