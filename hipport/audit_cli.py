@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import re
 import sys
 from collections import Counter
@@ -13,7 +14,7 @@ from pathlib import Path
 import click
 
 from hipport.audit import DEFAULT_ARCHS, NEWEST_ROCM, AuditOptions, audit_source
-from hipport.files import InputError, collect_sources, write_atomic
+from hipport.files import InputError, collect_sources
 from hipport.hazards import SEVERITIES, SEVERITY_RANK, HazardError, load_hazards, parse_version
 from hipport.report import DEFAULT_NAMES, REPORT_FORMATS, render
 from hipport.report.model import AuditReport, failed_file, file_report, rule_table, suggestion_hunk
@@ -305,10 +306,15 @@ def _open_output(dest: Path):
 
 
 def _write_report(dest: Path, data: bytes) -> None:
+    """Write through a temporary file renamed over ``dest``: a reader never sees half a report."""
+    tmp = dest.with_name(f".{dest.name}.{os.getpid()}.tmp")
     try:
-        write_atomic(dest, data)
-    except (OSError, InputError) as exc:
-        _fail(f"{dest}: cannot write the report ({getattr(exc, 'strerror', None) or exc})")
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        tmp.write_bytes(data)
+        os.replace(tmp, dest)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        _fail(f"{dest}: cannot write the report ({exc.strerror or exc})")
 
 
 def _converter(rocm_version: tuple[int, ...]):

@@ -188,12 +188,15 @@ class AuditReport:
         return sum(1 for f in self.files if f.error is not None)
 
     def rule_severity_counts(self) -> list[tuple[str, Counter]]:
-        """(rule id, Counter of severities) for every rule with findings, most findings first."""
+        """(rule id, Counter of severities) for every rule with findings, the most hand work first."""
         table: dict[str, Counter] = {}
         for f in self.files:
             for x in f.findings:
                 table.setdefault(x.rule, Counter())[x.severity] += 1
-        return sorted(table.items(), key=lambda kv: (-sum(kv[1].values()), kv[0]))
+        def weight(c: Counter) -> int:
+            return sum(SEVERITY_WEIGHT.get(s, 1) * n for s, n in c.items())
+
+        return sorted(table.items(), key=lambda kv: (-weight(kv[1]), -kv[1].get("error", 0), kv[0]))
 
 
 def readiness(automatic: int, manual: int) -> float:

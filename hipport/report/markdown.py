@@ -1,0 +1,66 @@
+"""`--report markdown`: a short summary for a pull-request comment (GitHub-flavoured Markdown)."""
+
+from __future__ import annotations
+
+import html
+
+from hipport.report.model import SEVERITY_ORDER, SEVERITY_WEIGHT, AuditReport, percent
+
+TOP_FILES = 10
+
+
+def _cell(text) -> str:
+    """Table-cell text: HTML escaped (GitHub renders inline HTML) and pipes kept from splitting the cell."""
+    return html.escape(str(text), quote=False).replace("|", "&#124;").replace("\n", " ")
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def render_markdown(report: AuditReport) -> str:
+    sev = report.by_severity
+    parts = ", ".join(f"{sev[s]} {s}" for s in SEVERITY_ORDER if sev.get(s))
+    out = [f"### hipport audit: {_plural(len(report.files), 'file')}, {_plural(report.findings, 'finding')}"
+           + (f" ({parts})" if parts else ""), ""]
+    weights = ", ".join(f"{s} {w}" for s, w in SEVERITY_WEIGHT.items())
+    out.append(f"**Porting readiness: {percent(report.readiness)}**. {report.converted} CUDA references convert "
+               f"automatically; the findings weigh {report.manual} in hand work ({weights}). "
+               f"Readiness = automatic / (automatic + hand work).")
+    out.append("")
+    out.append(f"{report.lines} lines audited for ROCm {_cell(report.rocm_version)} on "
+               f"{_cell(', '.join(report.offload_arch))}; {report.files_changed} files change on conversion"
+               + (f"; **{report.files_failed} could not be read**" if report.files_failed else "")
+               + (f"; {report.baseline_hidden} findings accepted in the baseline are not counted"
+                  if report.baseline_hidden else "") + ".")
+    out.append("")
+    rows = report.rule_severity_counts()
+    if rows:
+        files_per_rule: dict[str, int] = {}
+        for f in report.files:
+            for rule in f.by_rule:
+                files_per_rule[rule] = files_per_rule.get(rule, 0) + 1
+        out += ["| Rule | Errors | Warnings | Info | Files | What it means |", "| --- | ---: | ---: | ---: | ---: | --- |"]
+        for rule, counts in rows:
+            info = report.rules.get(rule)
+            out.append(f"| `{_cell(rule)}` | {counts.get('error', 0)} | {counts.get('warning', 0)} | "
+                       f"{counts.get('info', 0)} | {files_per_rule.get(rule, 0)} | {_cell(info.summary if info else '')} |")
+        out.append("")
+        ranked = sorted((f for f in report.files if f.findings), key=lambda f: (-f.manual, f.path))
+        out += ["**Files with the most hand work**", "", "| File | Readiness | Errors | Warnings | Info | Converted |",
+                "| --- | ---: | ---: | ---: | ---: | ---: |"]
+        for f in ranked[:TOP_FILES]:
+            c = f.by_severity
+            out.append(f"| {_cell(f.path)} | {percent(f.readiness)} | {c.get('error', 0)} | {c.get('warning', 0)} | "
+                       f"{c.get('info', 0)} | {f.converted} |")
+        if len(ranked) > TOP_FILES:
+            out.append(f"\n…and {len(ranked) - TOP_FILES} more files with findings.")
+    else:
+        out.append("No findings: nothing needs hand work.")
+    cats = sorted(report.by_category.items(), key=lambda kv: (-kv[1], kv[0]))
+    if cats:
+        out += ["", "<details><summary>Converted automatically, by category</summary>", "",
+                ", ".join(f"{_cell(c)} {n}" for c, n in cats), "", "</details>"]
+    out += ["", "_`hipport audit --report html` shows every finding with its note and suggested patch; "
+                "`hipport rules show RULE-ID` explains a rule._"]
+    return "\n".join(out) + "\n"
