@@ -23,3 +23,12 @@ def convert(rules):
         return result
 
     return run
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _stable_environment(tmp_path_factory):
+    """Results must not depend on the machine: no installed hipify-perl, a private rule cache."""
+    import os
+
+    os.environ["HIPPORT_HIPIFY_PERL"] = "off"
+    os.environ.setdefault("HIPPORT_CACHE_DIR", str(tmp_path_factory.mktemp("hipport-cache")))
