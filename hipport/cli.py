@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import sys
 from pathlib import Path
 
@@ -29,7 +30,20 @@ def _fail(message: str) -> None:
     sys.exit(EXIT_USAGE)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _LazyGroup(click.Group):
+    """Subcommands imported only when used: `convert` (the pre-commit path) never loads the audit checks."""
+
+    def list_commands(self, ctx):
+        return sorted({*super().list_commands(ctx), *_LAZY_COMMANDS})
+
+    def get_command(self, ctx, name):
+        if name in _LAZY_COMMANDS:
+            module, attr = _LAZY_COMMANDS[name]
+            return getattr(importlib.import_module(module), attr)
+        return super().get_command(ctx, name)
+
+
+@click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="hipport")
 def main() -> None:
     """Port CUDA sources to HIP and flag what renaming alone cannot fix."""
@@ -181,16 +195,8 @@ def _check_output_dir(output_dir: Path, inputs: tuple[Path, ...]) -> None:
             _fail(f"{output_dir}: --output-dir is inside the input tree {p}; choose a directory outside it")
 
 
-def _register_optional_commands() -> None:
-    from hipport.rules_cli import rules
-
-    main.add_command(rules)
-    # The audit command lives in its own module so the convert path does not import the checks.
-    try:
-        from hipport.audit_cli import audit
-    except ImportError:
-        return
-    main.add_command(audit)
-
-
-_register_optional_commands()
+_LAZY_COMMANDS = {
+    "audit": ("hipport.audit_cli", "audit"),
+    "rules": ("hipport.rules_cli", "rules"),
+    "init": ("hipport.init_cli", "init"),
+}

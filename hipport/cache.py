@@ -1,0 +1,60 @@
+"""A content-addressed cache of per-file results, so a full-tree run (`pre-commit run --all-files`, CI) only
+analyses files that changed. Entries are keyed by the file's bytes and by everything else that decides the
+result (hipport's version, the rule files, the options): changing any of those starts a fresh namespace.
+Writes go through a temporary file and a rename, so concurrent runs never see half an entry."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import pickle
+import tempfile
+from pathlib import Path
+
+from hipport import __version__
+from hipport.rules import builtin_rules_dir, cache_dir
+
+
+def rules_fingerprint(extra_files: list[Path] = ()) -> str:
+    """Hash of every bundled rule file's bytes (and any extra ones): a rule change invalidates the cache."""
+    h = hashlib.sha256()
+    base = builtin_rules_dir()
+    for path in sorted([*base.rglob("*.toml"), *map(Path, extra_files)]):
+        h.update(str(path.relative_to(base) if base in path.parents else path).encode())
+        h.update(path.read_bytes())
+    return h.hexdigest()
+
+
+class ResultCache:
+    def __init__(self, kind: str, salt: str, directory: Path | None = None) -> None:
+        namespace = hashlib.sha256(f"{kind}\0{__version__}\0{salt}".encode()).hexdigest()[:20]
+        self.root = (directory or cache_dir()) / f"{kind}-{namespace}"
+        self.enabled = True
+
+    def _path(self, data: bytes) -> Path:
+        key = hashlib.sha256(data).hexdigest()
+        return self.root / key[:2] / key[2:]
+
+    def get(self, data: bytes):
+        if not self.enabled:
+            return None
+        try:
+            with self._path(data).open("rb") as fh:
+                return pickle.load(fh)
+        except FileNotFoundError:
+            return None
+        except Exception:  # truncated by a crash or written by another Python: recompute
+            return None
+
+    def put(self, data: bytes, value) -> None:
+        if not self.enabled:
+            return
+        path = self._path(data)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+            with os.fdopen(fd, "wb") as fh:
+                pickle.dump(value, fh, protocol=pickle.HIGHEST_PROTOCOL)
+            os.replace(tmp, path)
+        except OSError:
+            self.enabled = False  # a read-only or full disk only costs speed
