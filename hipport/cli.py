@@ -17,7 +17,7 @@ from hipport.rocm import VersionError, detect_installed, parse_rocm_version
 from hipport.files import InputError, collect_sources
 from hipport.hipify_perl import hipify_perl_dirs
 from hipport.rules import RuleError, load_rules
-from hipport.runner import convert_tree, default_jobs, unified_diff
+from hipport.runner import Interrupted, convert_tree, default_jobs, unified_diff
 from hipport.report.text import render_summary
 from hipport.summary import summarize
 
@@ -83,12 +83,18 @@ def main() -> None:
                    "code; limit them with --select.")
 @click.option("--select", "select", multiple=True, metavar="RULE[,RULE...]",
               help="With --apply-suggestions: only these audit rule ids (repeatable; default every rule with a fix).")
+@click.option("--follow-symlinks", is_flag=True,
+              help="Enter symlinked directories and convert symlinked files whose target lies outside the input "
+                   "tree (in place: the target is rewritten, the link stays). Default: not followed, each named.")
+@click.option("--force", is_flag=True,
+              help="Rewrite read-only files in place too (they stay read-only). Default: named and left alone.")
 @click.option("-j", "--jobs", type=click.IntRange(min=1), metavar="N",
               help="Worker processes (default: the number of CPU cores; small runs use one).")
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors.")
 @click.option("-v", "--verbose", is_flag=True, help="List every changed file, every finding and every name.")
 def convert(paths, output_dir, diff_mode, check, to_stdout, roc, rocm_version, launch_syntax, config_path, exclude,
-            rule_dirs, hipify_perl, no_hipify_perl, apply_suggestions, select, jobs, quiet, verbose):
+            rule_dirs, hipify_perl, no_hipify_perl, apply_suggestions, select, follow_symlinks, force, jobs, quiet,
+            verbose):
     """Convert CUDA sources under PATHS to HIP.
 
     PATHS are files or directories; directories are searched for .cu .cuh .cpp .cc .cxx .c .h .hpp .hh .inl
@@ -100,7 +106,11 @@ def convert(paths, output_dir, diff_mode, check, to_stdout, roc, rocm_version, l
       0  nothing to change, or every change written
       1  --check found files that would change
       2  usage error or malformed rule file
-      3  some files could not be read, lexed or written (each is named; the others were processed)
+      3  some files were not converted: unreadable, binary ("looks binary; skipped"), read-only without
+         --force, symlinks not followed, changed on disk during the run... (each is named in one line;
+         the others were processed)
+      130, 143  interrupted by SIGINT (Ctrl-C) or SIGTERM: a write under way was finished, every file is
+         wholly old or wholly new; run again to finish
     """
     modes = [m for m, on in (("--output-dir", output_dir is not None), ("--diff", diff_mode),
                              ("--check", check), ("--stdout", to_stdout)) if on]
@@ -110,7 +120,8 @@ def convert(paths, output_dir, diff_mode, check, to_stdout, roc, rocm_version, l
         config = load_config(config_path if config_path is not None else find_config())
         rocm = _rocm_target(rocm_version or config.get("rocm-version"))
         rules = load_rules([*hipify_perl_dirs(hipify_perl, no_hipify_perl, config), *config.paths("rules"), *rule_dirs])
-        sources = collect_sources(list(paths), (*config.get("exclude", []), *exclude))
+        sources = collect_sources(list(paths), (*config.get("exclude", []), *exclude),
+                                  follow_symlinks=follow_symlinks, report_skipped=True)
     except (RuleError, InputError, ConfigError, VersionError) as exc:
         _fail(str(exc))
     roc = roc or config.get("roc", False)
@@ -148,11 +159,11 @@ def convert(paths, output_dir, diff_mode, check, to_stdout, roc, rocm_version, l
                 emit(source, result)
                 progress.advance(task)
 
-            results = convert_tree(sources, rules, options, write=write, output_dir=output_dir, on_result=step,
-                                   jobs=jobs or default_jobs())
+            results = _run(sources, rules, options, write=write, output_dir=output_dir, on_result=step,
+                           jobs=jobs or default_jobs(), force=force)
     else:
-        results = convert_tree(sources, rules, options, write=write, output_dir=output_dir, on_result=emit,
-                               jobs=jobs or default_jobs())
+        results = _run(sources, rules, options, write=write, output_dir=output_dir, on_result=emit,
+                       jobs=jobs or default_jobs(), force=force)
     sys.stdout.flush()
     summary = summarize(results)
     if not to_stdout or verbose:
@@ -166,6 +177,16 @@ def convert(paths, output_dir, diff_mode, check, to_stdout, roc, rocm_version, l
     if check and summary.files_changed:
         sys.exit(EXIT_CHANGES)
     sys.exit(EXIT_OK)
+
+
+def _run(*args, **kwargs):
+    try:
+        return convert_tree(*args, **kwargs)
+    except Interrupted as exc:
+        sys.stdout.flush()
+        click.echo(f"hipport: interrupted by {exc.name}; every file is wholly old or wholly new; run again to "
+                   "finish", err=True)
+        sys.exit(exc.exit_code)
 
 
 def _suggestion_ids(select: tuple[str, ...]) -> frozenset:

@@ -1,25 +1,56 @@
-"""Finding the sources to work on, and writing results without ever leaving a half-written file."""
+"""Finding the sources to work on, and writing results without ever leaving a half-written file.
+
+Safety rules, all enforced here:
+
+* A write goes to a temporary file in the target's directory (``.NAME.PID.XXXXXXXX.hipport-tmp``), is flushed
+  and fsync'ed, gets the original's permission bits (and owner, when allowed), and is renamed over the target:
+  every file is wholly old or wholly new. SIGINT/SIGTERM arriving during those steps are held until the rename
+  (or the clean-up) is done; see :func:`critical`.
+* A file that changed on disk since it was read (size, time, inode or content) is not overwritten.
+* Symlinked files whose target lies outside the input paths, and symlinked directories, are not followed unless
+  asked (``follow_symlinks``); a followed link is written through (the link stays a link).
+* Under an output directory nothing is written outside it, whatever symlinks the output tree holds.
+* Temporary files left by a killed run (SIGKILL, power loss) carry the dead process's id; the next writing run
+  removes those of dead processes in the directories it writes to (:func:`remove_stale_temps`).
+"""
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import fnmatch
 import os
+import re
+import stat
 import tempfile
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 SOURCE_SUFFIXES = frozenset({".cu", ".cuh", ".cpp", ".cc", ".cxx", ".c", ".h", ".hpp", ".hh", ".inl", ".inc"})
 _SKIP_DIRS = frozenset({".git", ".hg", ".svn"})
+TEMP_SUFFIX = ".hipport-tmp"
+# .NAME.PID.XXXXXXXX.hipport-tmp, as written by write_atomic (mkstemp's random part is 8 characters).
+_TEMP_NAME = re.compile(r"^\..*\.(\d+)\.[A-Za-z0-9_]{8}" + re.escape(TEMP_SUFFIX) + r"$", re.S)
+BINARY_SAMPLE = 8192
+BINARY_SHARE = 0.10  # with a NUL byte in the sample, more than this share of control bytes means binary
+_TEXT_CONTROLS = frozenset(b"\t\n\r\f\v\b\x1b")  # control bytes text files do hold; NUL is not one
 
 
 class InputError(Exception):
-    """A path given on the command line cannot be used; the message says which and why."""
+    """A path cannot be used; the message says which and why."""
 
 
 @dataclass(frozen=True, slots=True)
 class Source:
-    path: Path      # where to read it
-    rel: Path       # where it goes under an output directory
+    path: Path              # where to read it
+    rel: Path               # where it goes under an output directory
+    skip: str | None = None  # why it is not processed at all (a one-line message naming it), or None
+
+
+def show(path: os.PathLike | str) -> str:
+    """A path for a message: undecodable bytes in file names come out as \\xNN instead of breaking the output."""
+    return os.fsencode(path).decode("utf-8", "backslashreplace")
 
 
 def _excluded(rel: str, patterns: tuple[str, ...]) -> bool:
@@ -28,19 +59,88 @@ def _excluded(rel: str, patterns: tuple[str, ...]) -> bool:
                for p in patterns)
 
 
-def collect_sources(paths: list[Path], exclude: tuple[str, ...] = ()) -> list[Source]:
+def _inside(path: str, roots: Iterable[str]) -> bool:
+    return any(path == r or path.startswith(r.rstrip(os.sep) + os.sep) for r in roots)
+
+
+def _link_problem(path: Path, roots: list[str], follow: bool) -> str | None:
+    """For a symlinked file: why it is not converted, or None when it may be (its target is a file in the tree,
+    or links are followed)."""
+    target = os.readlink(path)
+    try:
+        real = os.path.realpath(path, strict=True)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return f"{show(path)}: symlink loop; skipped"
+        return f"{show(path)}: broken symlink (its target {show(target)} does not exist); skipped"
+    if follow or _inside(real, roots):
+        return None
+    return (f"{show(path)}: symlink to {show(real)}, outside the input tree; not followed "
+            f"(--follow-symlinks converts it)")
+
+
+def _kind(mode: int) -> str:
+    for test, name in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"),
+                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device")):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def collect_sources(paths: list[Path], exclude: tuple[str, ...] = (), follow_symlinks: bool = False,
+                    report_skipped: bool = False) -> list[Source]:
     """Source files under ``paths``, sorted, each once. A single directory is mirrored as its contents;
-    with several inputs each keeps its own name under an output directory."""
-    found: dict[Path, Source] = {}
+    with several inputs each keeps its own name under an output directory.
+
+    Symlinked directories are entered only with ``follow_symlinks`` (each real directory once, so loops end).
+    A symlinked file is converted when its target is a file inside one of ``paths`` (once, under its real name)
+    or with ``follow_symlinks``; otherwise, like broken links, link loops and FIFOs or devices with a source name,
+    it comes back with ``skip`` set when ``report_skipped`` (else it is left out)."""
+    found: dict[str, Source] = {}
+    skipped: list[Source] = []
     several = len(paths) > 1
+    roots = [os.path.realpath(p) for p in paths if p.is_dir()]
+    roots += [os.path.realpath(p) for p in paths if not p.is_dir()]
+
+    def add(path: Path, rel: Path, explicit: bool = False) -> None:
+        if path.is_symlink() and not explicit:
+            problem = _link_problem(path, roots, follow_symlinks)
+            if problem is not None:
+                skipped.append(Source(path, rel, problem))
+                return
+        try:
+            st = path.stat()
+        except OSError as exc:
+            skipped.append(Source(path, rel, f"{show(path)}: cannot read ({exc.strerror}); skipped"))
+            return
+        if not stat.S_ISREG(st.st_mode):
+            skipped.append(Source(path, rel, f"{show(path)}: {_kind(st.st_mode)}, not a source file; skipped"))
+            return
+        real = os.path.realpath(path)
+        old = found.get(real)
+        # Two names for one file (a link inside the tree): convert it once, under its own name rather than the link's.
+        if old is None or (old.path.is_symlink() and not path.is_symlink()):
+            found[real] = Source(path, rel)
+
     for root in paths:
-        if not root.exists():
-            raise InputError(f"{root}: no such file or directory")
-        if root.is_file():
-            found.setdefault(root.resolve(), Source(root, Path(root.name)))
+        if not root.exists() and not root.is_symlink():
+            raise InputError(f"{show(root)}: no such file or directory")
+        if not root.is_dir():
+            add(root, Path(root.name), explicit=True)
             continue
-        prefix = Path(root.resolve().name) if several else Path()
-        for dirpath, dirnames, filenames in os.walk(root):
+        prefix = Path(os.path.basename(os.path.realpath(root))) if several else Path()
+        seen_dirs: set[tuple[int, int]] = set()
+        for dirpath, dirnames, filenames in os.walk(root, followlinks=follow_symlinks):
+            if follow_symlinks:
+                try:
+                    st = os.stat(dirpath)
+                except OSError:
+                    dirnames[:] = []
+                    continue
+                if (st.st_dev, st.st_ino) in seen_dirs:  # a link loop, or a second way into one directory
+                    dirnames[:] = []
+                    continue
+                seen_dirs.add((st.st_dev, st.st_ino))
             rel_dir = Path(dirpath).relative_to(root)
             dirnames[:] = sorted(d for d in dirnames
                                  if d not in _SKIP_DIRS and not _excluded((rel_dir / d).as_posix(), exclude))
@@ -48,42 +148,177 @@ def collect_sources(paths: list[Path], exclude: tuple[str, ...] = ()) -> list[So
                 rel = rel_dir / name
                 if Path(name).suffix.lower() not in SOURCE_SUFFIXES or _excluded(rel.as_posix(), exclude):
                     continue
-                path = Path(dirpath) / name
-                found.setdefault(path.resolve(), Source(path, prefix / rel))
-    return sorted(found.values(), key=lambda s: s.rel.as_posix())
+                add(Path(dirpath) / name, prefix / rel)
+    chosen = list(found.values()) + (skipped if report_skipped else [])
+    return sorted(chosen, key=lambda s: s.rel.as_posix())
+
+
+def binary_reason(data: bytes) -> str | None:
+    """Why ``data`` is not text hipport can convert, or None. Binary: a NUL byte in the first 8 KB and more than
+    10 % control bytes there (a stray NUL in a comment is still text). UTF-16/32 byte-order marks are named."""
+    if data[:4] in (b"\xff\xfe\x00\x00", b"\x00\x00\xfe\xff"):
+        return "UTF-32 text; hipport reads 8-bit text only (UTF-8, Latin-1...); skipped"
+    if data[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        return "UTF-16 text; hipport reads 8-bit text only (UTF-8, Latin-1...); skipped"
+    sample = data[:BINARY_SAMPLE]
+    if b"\x00" not in sample:
+        return None
+    controls = sum(1 for b in sample if b < 0x20 and b not in _TEXT_CONTROLS) + sample.count(0x7F)
+    if controls > BINARY_SHARE * len(sample):
+        return "looks binary; skipped"
+    return None
 
 
 def read_source(path: Path) -> tuple[bytes, os.stat_result]:
-    st = path.stat()
-    return path.read_bytes(), st
+    """The file's bytes and the stat taken when it was opened. A FIFO or device under a source name is refused
+    (InputError) without blocking on it."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise InputError(f"{show(path)}: {_kind(st.st_mode)}, not a source file; skipped")
+        with open(fd, "rb", closefd=False) as fh:
+            return fh.read(), st
+    finally:
+        os.close(fd)
 
 
-def write_atomic(path: Path, data: bytes, expect: os.stat_result | None = None) -> None:
-    """Write through a temporary file in the same directory and rename it over the target, so a crash or
-    Ctrl-C leaves the old file or the new one, never a mix. With ``expect``, refuse to overwrite a file that
-    changed on disk since it was read."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    mode = None
+def is_read_only(st: os.stat_result) -> bool:
+    """The owner's write permission is off: somebody marked the file as not to be edited."""
+    return not st.st_mode & stat.S_IWUSR
+
+
+# -- signals held during a write ------------------------------------------------------------------------------
+
+class _Hold:
+    depth = 0
+    pending: int | None = None
+    action: Callable[[int], None] | None = None
+
+
+def defer_signal(signum: int) -> bool:
+    """Called by a signal handler: True when a write is in progress, in which case the signal is acted on
+    (through the action given to :func:`on_deferred_signal`) as soon as the write is complete."""
+    if _Hold.depth:
+        _Hold.pending = signum
+        return True
+    return False
+
+
+def on_deferred_signal(action: Callable[[int], None] | None) -> None:
+    _Hold.action = action
+    _Hold.pending = None
+
+
+@contextlib.contextmanager
+def critical() -> Iterator[None]:
+    _Hold.depth += 1
+    try:
+        yield
+    finally:
+        _Hold.depth -= 1
+    if _Hold.depth == 0 and _Hold.pending is not None:
+        signum, _Hold.pending = _Hold.pending, None
+        if _Hold.action is not None:
+            _Hold.action(signum)
+
+
+# -- writing --------------------------------------------------------------------------------------------------
+
+def _same_file_as_read(path: Path, expect: os.stat_result, expect_data: bytes | None) -> str | None:
     try:
         st = path.stat()
-        mode = st.st_mode & 0o7777
-        if expect is not None and (st.st_mtime_ns, st.st_size) != (expect.st_mtime_ns, expect.st_size):
-            raise InputError(f"{path}: changed on disk while hipport was working; not overwritten, run again")
     except FileNotFoundError:
-        if expect is not None:
-            raise InputError(f"{path}: vanished while hipport was working; not written") from None
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".hipport-tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        if mode is not None:
-            os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
+        return f"{show(path)}: vanished while hipport was working; not written"
+    if (st.st_mtime_ns, st.st_size, st.st_ino) != (expect.st_mtime_ns, expect.st_size, expect.st_ino):
+        return f"{show(path)}: changed on disk while hipport was working; not overwritten, run again"
+    if expect_data is not None:
         try:
-            os.unlink(tmp)
+            now = path.read_bytes()
+        except OSError:
+            now = None
+        if now != expect_data:
+            return f"{show(path)}: changed on disk while hipport was working; not overwritten, run again"
+    return None
+
+
+def write_atomic(path: Path, data: bytes, expect: os.stat_result | None = None, *,
+                 expect_data: bytes | None = None, within: Path | None = None) -> None:
+    """Write through a temporary file in the same directory and rename it over the target, so a crash or
+    Ctrl-C leaves the old file or the new one, never a mix. With ``expect`` (and ``expect_data``), refuse to
+    overwrite a file that changed on disk since it was read. With ``within``, refuse to write anywhere but
+    inside that directory (symlinks in the way are not written through)."""
+    if within is not None:
+        root = os.path.realpath(within)
+        parent = os.path.realpath(path.parent)
+        if not _inside(parent, [root]):
+            raise InputError(f"{show(path)}: would be written outside the output directory (through a symlink); "
+                             "not written")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if not _inside(os.path.realpath(path.parent), [root]):
+            raise InputError(f"{show(path)}: would be written outside the output directory (through a symlink); "
+                             "not written")
+    else:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    with critical():
+        st = None
+        try:
+            st = path.stat()
         except FileNotFoundError:
             pass
-        raise
+        if expect is not None:
+            problem = _same_file_as_read(path, expect, expect_data)
+            if problem is not None:
+                raise InputError(problem)
+        if st is not None and stat.S_ISDIR(st.st_mode):
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
+        prefix = f".{path.name[:120]}.{os.getpid()}."
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=prefix, suffix=TEMP_SUFFIX)
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+                fh.flush()
+                os.fsync(fh.fileno())
+            if st is not None:
+                os.chmod(tmp, stat.S_IMODE(st.st_mode))
+                if (st.st_uid, st.st_gid) != (os.geteuid(), os.getegid()):
+                    with contextlib.suppress(OSError):
+                        os.chown(tmp, st.st_uid, st.st_gid)
+            os.replace(tmp, path)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+            raise
+
+
+def _pid_alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def remove_stale_temps(directories: Iterable[Path]) -> list[Path]:
+    """Delete hipport temporary files left in ``directories`` by runs that were killed (their process is gone).
+    Returns what was removed. Temporary files of a run still going are left alone."""
+    removed = []
+    for directory in directories:
+        try:
+            names = os.listdir(directory)
+        except OSError:
+            continue
+        for name in names:
+            m = _TEMP_NAME.match(name) if name.endswith(TEMP_SUFFIX) else None
+            if m is None or _pid_alive(int(m.group(1))):
+                continue
+            path = Path(directory) / name
+            with contextlib.suppress(OSError):
+                if path.is_file() and not path.is_symlink():
+                    path.unlink()
+                    removed.append(path)
+    return removed

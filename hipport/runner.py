@@ -2,31 +2,83 @@
 
 from __future__ import annotations
 
+import contextlib
 import difflib
+import errno
 import multiprocessing
 import os
-from collections.abc import Callable, Iterable
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from hipport.engine import ConvertOptions, convert_source
-from hipport.files import InputError, Source, read_source, write_atomic
+from hipport.files import (InputError, Source, binary_reason, defer_signal, is_read_only, on_deferred_signal,
+                           read_source, remove_stale_temps, show, write_atomic)
 from hipport.model import FileResult
 from hipport.rules import RuleSet
 from hipport.scan import LexError
 
 
+BOM = b"\xef\xbb\xbf"
+
+
+class Interrupted(BaseException):
+    """SIGINT or SIGTERM stopped a run between two writes (a write under way was completed first)."""
+
+    def __init__(self, signum: int, results: list[FileResult] | None = None) -> None:
+        super().__init__(signum)
+        self.signum = signum
+        self.results = results or []
+
+    @property
+    def name(self) -> str:
+        return signal.Signals(self.signum).name
+
+    @property
+    def exit_code(self) -> int:
+        return 128 + self.signum
+
+
+def _read_error(path: Path, exc: OSError) -> str:
+    if exc.errno == errno.ENOENT:
+        return f"{show(path)}: vanished before hipport could read it; skipped"
+    if exc.errno == errno.ELOOP:
+        return f"{show(path)}: symlink loop; skipped"
+    return f"{show(path)}: cannot read ({exc.strerror}); check permissions"
+
+
 def convert_one(source: Source, rules: RuleSet, options: ConvertOptions) -> tuple[FileResult, object]:
-    """Convert one file; a file that cannot be read or lexed comes back with ``error`` set, never raises."""
+    """Convert one file; a file that cannot be read, is binary or cannot be lexed comes back with ``error`` set
+    (a one-line message naming it), never raises."""
     path = str(source.path)
+    if source.skip is not None:
+        return FileResult(path, b"", None, error=source.skip), None
     try:
         src, st = read_source(source.path)
+    except InputError as exc:
+        return FileResult(path, b"", None, error=str(exc)), None
     except OSError as exc:
-        return FileResult(path, b"", None, error=f"{path}: cannot read ({exc.strerror}); check permissions"), None
+        return FileResult(path, b"", None, error=_read_error(source.path, exc)), None
+    reason = binary_reason(src)
+    if reason is not None:
+        return FileResult(path, src, None, error=f"{show(path)}: {reason}"), st
+    # A UTF-8 byte-order mark is encoding, not text: the engine sees what follows it, the mark is put back.
+    bom = BOM if src.startswith(BOM) else b""
     try:
-        return convert_source(src, rules, options, path), st
+        result = convert_source(src[len(bom):], rules, options, path)
     except LexError as exc:
-        return FileResult(path, src, None, error=f"{path}: {exc}; file left unchanged"), st
+        return FileResult(path, src, None, error=f"{show(path)}: {exc}; file left unchanged"), st
+    except Exception as exc:  # an engine bug must cost one file, not the run
+        return FileResult(path, src, None, error=f"{show(path)}: internal error ({type(exc).__name__}: "
+                                                 f"{str(exc)[:200]}); file left unchanged, please report it"), st
+    if bom:
+        result.before = src
+        if result.after is not None:
+            result.after = bom + result.after
+    return result, st
 
 
 def unified_diff(result: FileResult, label: str) -> bytes:
@@ -57,33 +109,112 @@ def default_jobs() -> int:
 
 
 def _process(source: Source, rules: RuleSet, options: ConvertOptions, write: str,
-             output_dir: Path | None) -> FileResult:
+             output_dir: Path | None, force: bool = False) -> FileResult:
     result, st = convert_one(source, rules, options)
-    if result.error is None and write != "none":
-        try:
-            if write == "inplace" and result.changed:
-                write_atomic(source.path, result.after, expect=st)
-            elif write == "outdir":
-                write_atomic(output_dir / source.rel, result.after)
-        except InputError as exc:
-            result.error = str(exc)
-        except OSError as exc:
-            target = source.path if write == "inplace" else output_dir / source.rel
-            result.error = f"{target}: cannot write ({exc.strerror}); file left as it was"
+    if result.error is not None or write == "none":
+        return result
+    target = source.path
+    try:
+        if write == "inplace" and result.changed:
+            if is_read_only(st) and not force:
+                result.error = (f"{show(source.path)}: read-only; not converted "
+                                "(--force replaces it, keeping it read-only)")
+                return result
+            # Through a symlink (in the tree, or followed on request) the file it points to is rewritten; the
+            # link stays a link.
+            target = Path(os.path.realpath(source.path))
+            write_atomic(target, result.after, expect=st, expect_data=result.before)
+        elif write == "outdir":
+            target = output_dir / source.rel
+            if os.path.realpath(target) == os.path.realpath(source.path):
+                result.error = f"{show(target)}: the output would overwrite its own source; not written"
+                return result
+            write_atomic(target, result.after, within=output_dir)
+    except InputError as exc:
+        result.error = str(exc)
+    except OSError as exc:
+        result.error = f"{show(target)}: cannot write ({exc.strerror}); file left as it was"
     return result
 
 
 _worker_state: tuple | None = None
+_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+def _worker_exit(signum: int) -> None:
+    os._exit(128 + signum)
+
+
+def _worker_signal(signum, frame) -> None:
+    if not defer_signal(signum):
+        _worker_exit(signum)  # between writes: nothing on disk is half done
 
 
 def _init_worker(state: tuple) -> None:
+    """Workers leave Ctrl-C to the main process, which stops them with SIGTERM; a worker finishes the write it is
+    in, then exits."""
     global _worker_state
     _worker_state = state
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, _worker_signal)
+    on_deferred_signal(_worker_exit)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, _SIGNALS)
 
 
 def _work(source: Source) -> FileResult:
-    rules, options, write, output_dir = _worker_state
-    return _process(source, rules, options, write, output_dir)
+    rules, options, write, output_dir, force = _worker_state
+    return _process(source, rules, options, write, output_dir, force)
+
+
+def _raise_interrupted(signum: int) -> None:
+    raise Interrupted(signum)
+
+
+def _main_signal(signum, frame) -> None:
+    if not defer_signal(signum):
+        raise Interrupted(signum)
+
+
+@contextlib.contextmanager
+def _signals_handled() -> Iterator[None]:
+    """SIGTERM behaves like Ctrl-C: both raise Interrupted, never in the middle of a write."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = {s: signal.getsignal(s) for s in _SIGNALS}
+    on_deferred_signal(_raise_interrupted)
+    for s in _SIGNALS:
+        signal.signal(s, _main_signal)
+    try:
+        yield
+    finally:
+        for s, handler in old.items():
+            signal.signal(s, handler)
+        on_deferred_signal(None)
+
+
+def _stop_workers(pool: ProcessPoolExecutor, before: set, grace: float = 10.0) -> None:
+    """Cancel what has not started and SIGTERM the workers; each finishes a write under way and exits. One still
+    busy after ``grace`` seconds is lexing, not writing, and is killed."""
+    pool.shutdown(wait=False, cancel_futures=True)
+    workers = [p for p in multiprocessing.active_children() if p.pid not in before]
+    for p in workers:
+        with contextlib.suppress(Exception):
+            p.terminate()
+    deadline = time.monotonic() + grace
+    for p in workers:
+        p.join(max(0.0, deadline - time.monotonic()))
+        if p.is_alive():
+            p.kill()
+            p.join(1.0)
+
+
+def _stale_temp_dirs(sources: list[Source], write: str, output_dir: Path | None) -> set[Path]:
+    if write == "inplace":
+        return {Path(os.path.realpath(s.path)).parent for s in sources if s.skip is None}
+    if write == "outdir" and output_dir is not None:
+        return {(output_dir / s.rel).parent for s in sources if s.skip is None}
+    return set()
 
 
 def convert_tree(
@@ -95,24 +226,52 @@ def convert_tree(
     output_dir: Path | None = None,
     on_result: Callable[[Source, FileResult], None] | None = None,
     jobs: int = 1,
+    force: bool = False,
 ) -> list[FileResult]:
-    """Convert every source; results come back in input order whatever ``jobs`` is, so output is identical."""
+    """Convert every source; results come back in input order whatever ``jobs`` is, so output is identical.
+
+    ``force`` rewrites read-only files in place too (they stay read-only). SIGINT and SIGTERM raise
+    :class:`Interrupted` (carrying the results so far) once no write is under way: every file is wholly old or
+    wholly new. Temporary files of killed earlier runs are removed from the directories written to."""
     sources = list(sources)
     results: list[FileResult] = []
-    if jobs > 1 and len(sources) >= PARALLEL_MIN_FILES:
-        # fork shares the loaded rule index with the workers instead of pickling it to each.
-        context = multiprocessing.get_context("fork")
-        chunk = max(1, min(32, len(sources) // (jobs * 8)))
-        with ProcessPoolExecutor(jobs, mp_context=context, initializer=_init_worker,
-                                 initargs=((rules, options, write, output_dir),)) as pool:
-            for source, result in zip(sources, pool.map(_work, sources, chunksize=chunk)):
+    with _signals_handled():
+        try:
+            remove_stale_temps(_stale_temp_dirs(sources, write, output_dir))
+            if jobs > 1 and len(sources) >= PARALLEL_MIN_FILES:
+                _convert_parallel(sources, rules, options, write, output_dir, on_result, jobs, force, results)
+                return results
+            for source in sources:
+                result = _process(source, rules, options, write, output_dir, force)
                 results.append(result)
                 if on_result is not None:
                     on_result(source, result)
-        return results
-    for source in sources:
-        result = _process(source, rules, options, write, output_dir)
-        results.append(result)
-        if on_result is not None:
-            on_result(source, result)
+        except Interrupted as exc:
+            exc.results = results
+            raise
     return results
+
+
+def _convert_parallel(sources, rules, options, write, output_dir, on_result, jobs, force, results) -> None:
+    # fork shares the loaded rule index with the workers instead of pickling it to each.
+    context = multiprocessing.get_context("fork")
+    chunk = max(1, min(32, len(sources) // (jobs * 8)))
+    before = {p.pid for p in multiprocessing.active_children()}
+    pool = ProcessPoolExecutor(jobs, mp_context=context, initializer=_init_worker,
+                               initargs=((rules, options, write, output_dir, force),))
+    try:
+        # Workers (and the pool's threads) start with SIGINT/SIGTERM blocked, so a signal reaches them only once
+        # their own handlers are in place; here it is held until every task is queued.
+        signal.pthread_sigmask(signal.SIG_BLOCK, _SIGNALS)
+        try:
+            mapped = pool.map(_work, sources, chunksize=chunk)
+        finally:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, _SIGNALS)
+        for source, result in zip(sources, mapped):
+            results.append(result)
+            if on_result is not None:
+                on_result(source, result)
+    except BaseException:  # Interrupted, or BrokenProcessPool when a worker was killed from outside
+        _stop_workers(pool, before)
+        raise
+    pool.shutdown(wait=True)
