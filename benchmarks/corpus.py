@@ -30,7 +30,7 @@ def build(out: Path, scale: int = 1, seed: int = 7) -> tuple[int, int]:
         shutil.rmtree(out)
     sources = [p for p in sorted(EXAMPLES.rglob("*")) if p.is_file() and p.suffix in (".cu", ".cuh", ".h", ".cpp")]
     files = lines = 0
-    for copy in range(70 * scale):
+    for copy in range(85 * scale):
         folder = out / f"module{copy:04d}"
         for src in sources:
             text = src.read_text(encoding="utf-8")
