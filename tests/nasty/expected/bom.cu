@@ -1,0 +1,3 @@
+﻿#include <hip/hip_runtime.h>
+__global__ void k(int *p) { p[0] = 1; }
+int main() { hipDeviceSynchronize(); } // été (UTF-8)

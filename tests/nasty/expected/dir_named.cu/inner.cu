@@ -1,0 +1,1 @@
+void f() { hipFree(0); }

@@ -1,0 +1,2 @@
+void f() { hipFree(0); }
+/* cudaMalloc inside a comment that never ends

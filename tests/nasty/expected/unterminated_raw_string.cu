@@ -1,0 +1,4 @@
+void f() { hipFree(0); }
+const char *s = R"xyz(cudaMalloc
+void g() { cudaFree(0); }
+)xy" 

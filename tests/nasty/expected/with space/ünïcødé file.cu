@@ -1,0 +1,2 @@
+#include <hip/hip_runtime.h>
+void f() { hipInit(0); }

@@ -1,0 +1,1 @@
+void f() { cudaFree(0); }

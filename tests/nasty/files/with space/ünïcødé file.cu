@@ -1,0 +1,2 @@
+#include <cuda.h>
+void f() { cuInit(0); }
