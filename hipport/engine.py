@@ -68,11 +68,9 @@ class _FileConverter:
         self.macro_values: dict[str, str] = {}
 
     # -- helpers -------------------------------------------------------------------------------
-    def _finding(self, rule_id: str, severity: str, offset: int, message: str, subject: str = "") -> None:
+    def finding(self, rule_id: str, severity: str, offset: int, message: str, subject: str = "") -> None:
         line, col = self.lines.line_col(offset)
         self.result.findings.append(Finding(rule_id, severity, line, col, message, subject=subject))
-
-    finding = _finding
 
     def convert(self, start: int, end: int, new: bytes, cuda: str, category: str) -> None:
         """An edit that counts as one converted reference in the summary."""
@@ -80,8 +78,6 @@ class _FileConverter:
         self.result.conversions.append(
             Conversion(cuda, new.decode("utf-8", "replace"), category, self.lines.line_col(start)[0])
         )
-
-    _convert = convert
 
     def edits_only(self, start: int, end: int, new: bytes) -> None:
         """A further edit belonging to a conversion already counted."""
@@ -122,7 +118,6 @@ class _FileConverter:
         kinds, starts, ends, src = tokens.kinds, tokens.starts, tokens.ends, self.src
         names, namespaces = rules.names, rules.namespaces
         n = len(tokens)
-        unsupported_seen: set[str] = set()
         claimed = self.claimed
         target_rocm = self.options.rocm_version
         for i in self.candidates:
@@ -135,7 +130,7 @@ class _FileConverter:
             name = word.decode("latin-1")
             nxt = tokens.text(i + 1) if i + 1 < n else b""
             if name in namespaces and (nxt == b"::" or prev == b"namespace"):
-                self._convert(starts[i], ends[i], namespaces[name].encode(), name, "namespace")
+                self.convert(starts[i], ends[i], namespaces[name].encode(), name, "namespace")
                 continue
             rule = names.get(name)
             if rule is None:
@@ -154,12 +149,11 @@ class _FileConverter:
                 if not _CUDA_PREFIX.match(name) and (nxt != b"(" or self._is_declaration(i)):
                     continue
                 self.result.findings.append(self._unsupported(rule, starts[i]))
-                unsupported_seen.add(name)
             elif target != name:
-                self._convert(starts[i], ends[i], target.encode(), name, rule.family)
+                self.convert(starts[i], ends[i], target.encode(), name, rule.family)
                 added = rule.versions.get("roc_added" if roc and rule.roc else "hip_added")
                 if added and parse_version(added)[:2] > target_rocm and not _installed_has(target, target_rocm):
-                    self._finding("needs-newer-rocm", "warning", starts[i],
+                    self.finding("needs-newer-rocm", "warning", starts[i],
                                   f"`{target}` needs ROCm {added} or newer (targeting "
                                   f"{'.'.join(map(str, target_rocm))}); it is renamed anyway", subject=name)
 
@@ -198,17 +192,17 @@ class _FileConverter:
             new_header = header
             if rule is not None:
                 if rule.remove:
-                    self._convert(d.start, d.end, b"", rule.cuda, "include")
+                    self.convert(d.start, d.end, b"", rule.cuda, "include")
                     continue
                 if rule.unsupported:
-                    self._finding("unsupported-header", "warning", start, f"`{rule.cuda}`: {rule.unsupported}",
+                    self.finding("unsupported-header", "warning", start, f"`{rule.cuda}`: {rule.unsupported}",
                                   subject=rule.cuda)
                     continue
                 new_header = rule.target(roc).encode()
                 if any(block == d.block for block in seen.get(new_header, ())):
-                    self._convert(d.start, d.end, b"", rule.cuda, "include")
+                    self.convert(d.start, d.end, b"", rule.cuda, "include")
                     continue
-                self._convert(start, end, new_header, rule.cuda, "include")
+                self.convert(start, end, new_header, rule.cuda, "include")
             seen.setdefault(new_header, []).append(d.block)
             if new_header == HIP_RUNTIME:
                 self.has_runtime = True
@@ -235,7 +229,7 @@ class _FileConverter:
         if first > 0 and self.tokens.ends[first - 1] > at:  # a comment ends on this line: stay after it
             at = self.tokens.starts[first]
         line = b"#include <hip/hip_runtime.h>" + _newline(self.src)
-        self._convert(at, at, line, "(device code)", "include")
+        self.convert(at, at, line, "(device code)", "include")
 
 
 _DEVICE_CODE = re.compile(rb"\b__(?:global|device|shared)__\b|<<<")
