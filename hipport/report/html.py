@@ -52,6 +52,7 @@ def _formatter() -> tuple[HtmlFormatter, re.Pattern]:
             cls = formatter._get_css_class(token)
             if cls:
                 plain.append(re.escape(cls))
+    plain.append("w")  # whitespace: its colour never shows
     pattern = re.compile(r'<span class="(?:%s)">([^<]*)</span>' % "|".join(sorted(plain, key=len, reverse=True)))
     return formatter, pattern
 
@@ -60,40 +61,61 @@ def _highlight_lines(lines: list[str]) -> list[str]:
     """Each line as highlighted, escaped HTML (Pygments closes its spans at every line end)."""
     if not lines:
         return []
+    return list(_highlight_cached(tuple(lines)))
+
+
+@lru_cache(maxsize=8192)
+def _highlight_cached(lines: tuple[str, ...]) -> tuple[str, ...]:
+    # Identical hunks (the same fix in many files) are lexed once: Pygments does about 100 kB/s.
     formatter, plain = _formatter()
     text = "\n".join(lines) + "\n"
     out = highlight(text, CudaLexer(stripnl=False, ensurenl=False, stripall=False), formatter)
-    out = plain.sub(r"\1", out)
+    out = _SHORT_CLASS.sub(r"<span class=\1>", plain.sub(r"\1", out))
     result = out.split("\n")
     if result and result[-1] == "":
         result.pop()
     if len(result) != len(lines):  # never trust a mismatch: fall back to plain escaped text
-        return [_esc(x) for x in lines]
-    return result
+        return tuple(_esc(x) for x in lines)
+    return tuple(result)
 
 
+_SHORT_CLASS = re.compile(r'<span class="([a-z0-9]+)">')
 _DIFF_KIND = {"+": "da", "-": "dd", " ": "dc"}
 
 
-def _diff_html(diff_lines: list[str]) -> str:
-    """A unified diff as a <pre>: +/- lines tinted, their code highlighted as CUDA/C++."""
-    kinds, code_idx, codes = [], [], []
-    for line in diff_lines:
-        if line.startswith(("+++", "---")) or line.startswith("@@") or line.startswith("\\"):
-            kinds.append("dh" if not line.startswith("\\") else "dn")
-            code_idx.append(None)
-        else:
-            kinds.append(_DIFF_KIND.get(line[:1], "dc"))
-            code_idx.append(len(codes))
-            codes.append(line[1:])
-    lit = _highlight_lines(codes)
+def _diff_html(diff_lines: list[str], highlight_code: bool = True) -> str:
+    """A unified diff as a <pre>: +/- lines tinted and their code highlighted as CUDA/C++; context lines plain."""
+    changed = [k for k, line in enumerate(diff_lines)
+               if line[:1] in "+-" and not line.startswith(("+++", "---"))]
+    lit = _highlight_lines([diff_lines[k][1:] for k in changed]) if highlight_code else []
+    code = dict(zip(changed, lit))
     rows = []
-    for line, kind, k in zip(diff_lines, kinds, code_idx):
-        if k is None:
-            rows.append(f'<span class="{kind}">{_esc(line)}\n</span>')
+    for k, line in enumerate(diff_lines):
+        if k in code:
+            rows.append(f'<span class={_DIFF_KIND[line[0]]}>{_esc(line[0])}{code[k]}\n</span>')
+        elif line.startswith(("+++", "---", "@@")):
+            rows.append(f'<span class=dh>{_esc(line)}\n</span>')
         else:
-            rows.append(f'<span class="{kind}">{_esc(line[:1] or " ")}{lit[k]}\n</span>')
+            kind = _DIFF_KIND.get(line[:1], "dn")
+            rows.append(f'<span class={kind}>{_esc(line)}\n</span>')
     return '<pre class="diff hl">' + "".join(rows) + "</pre>"
+
+
+class _Budget:
+    """Keeps a big tree's page light: conversion diffs are highlighted while their raw size stays under
+    HIGHLIGHT_BYTES, shown plain up to DIFF_BYTES, and left out past that (with the command that prints them)."""
+
+    HIGHLIGHT_BYTES = 600_000
+    DIFF_BYTES = 9_000_000
+
+    def __init__(self) -> None:
+        self.used = 0
+
+    def take(self, size: int) -> str:
+        self.used += size
+        if self.used <= self.HIGHLIGHT_BYTES:
+            return "highlight"
+        return "plain" if self.used <= self.DIFF_BYTES else "omit"
 
 
 # -- charts --------------------------------------------------------------------------------------------------
@@ -243,7 +265,7 @@ def _file_table(report: AuditReport) -> str:
     rules = sorted(report.by_rule)
     opts_rule = "".join(f'<option value="{_esc(r)}">{_esc(r)}</option>' for r in rules)
     out = ['<section id="files"><h2>Files</h2>',
-           '<form id="filters" class="js-only" role="search" onsubmit="return false">'
+           '<form id="filters" class="js-only" role="search">'
            '<label>Severity <select id="f-sev"><option value="">any</option>'
            + "".join(f'<option value="{s}">{s}</option>' for s in SEVERITY_ORDER)
            + '</select></label> <label>Rule <select id="f-rule"><option value="">any</option>' + opts_rule
@@ -291,12 +313,15 @@ def _finding_html(x: FindingReport, report: AuditReport) -> str:
         parts.append(f'<pre class="src hl"><span class="ln">{x.line}</span> '
                      f'{_highlight_lines([x.source_line])[0]}</pre>')
     if info is not None and info.note:
-        parts.append(f'<details class="note"><summary>Why, and how to fix</summary>{_note_html(info.note)}</details>')
+        # The note is printed once, in the Rules section; the script copies it here when opened, and without
+        # the script the link leads there. Repeating it for every finding would weigh megabytes on a big tree.
+        parts.append(f'<details class="note" data-rule="{_esc(x.rule)}"><summary>Why, and how to fix</summary>'
+                     f'<p class="see">See <a href="#rule-{_esc(x.rule)}">the {_esc(x.rule)} rule</a>.</p></details>')
     parts.append("</li>")
     return "".join(parts)
 
 
-def _file_section(i: int, f: FileReport, report: AuditReport) -> str:
+def _file_section(i: int, f: FileReport, report: AuditReport, budget: _Budget) -> str:
     sev = f.by_severity
     badges = " ".join(_badge(s, sev[s]) for s in SEVERITY_ORDER if sev.get(s))
     cats = ", ".join(f"{_esc(c)} {n}" for c, n in sorted(f.by_category.items(), key=lambda kv: (-kv[1], kv[0])))
@@ -311,9 +336,15 @@ def _file_section(i: int, f: FileReport, report: AuditReport) -> str:
         body.append('<h4>Findings</h4><ol class="findings">'
                     + "".join(_finding_html(x, report) for x in f.findings) + "</ol>")
     if f.diff:
+        mode = budget.take(len(f.diff))
+        if mode == "omit":
+            diff = (f'<p class="muted">Diff left out to keep this page light; <code>hipport convert --diff '
+                    f'{_esc(f.path)}</code> prints it.</p>')
+        else:
+            diff = _diff_html(f.diff.rstrip("\n").split("\n"), highlight_code=mode == "highlight")
         body.append(f'<details class="conv"><summary>Automatic conversion: {f.converted} references'
                     f'{" (" + cats + ")" if cats else ""} &mdash; show the diff</summary>'
-                    f'{_diff_html(f.diff.rstrip(chr(10)).split(chr(10)))}</details>')
+                    f'{diff}</details>')
     elif not f.error:
         body.append('<p class="muted">The conversion changes nothing in this file.</p>')
     return (f'<section class="file" id="file-{i}" data-file="{i}" data-sev="{sevs}" data-rules="{_esc(rule_ids)}" '
@@ -324,11 +355,12 @@ def _file_section(i: int, f: FileReport, report: AuditReport) -> str:
 def _details(report: AuditReport) -> str:
     out = ['<section id="details"><h2>File by file</h2>']
     quiet = []
+    budget = _Budget()
     for i, f in enumerate(report.files):
         if not f.findings and not f.diff and not f.error:
             quiet.append((i, f))
             continue
-        out.append(_file_section(i, f, report))
+        out.append(_file_section(i, f, report, budget))
     if quiet:
         # Files with nothing to port: one collapsed list, so a large tree stays a light page.
         items = "".join(f'<li class="file" id="file-{i}" data-file="{i}" data-sev="" data-rules="" '
@@ -352,7 +384,8 @@ def _rules(report: AuditReport) -> str:
                    f'<summary><code>{_esc(rid)}</code> {_badge(r.severity)} {_rich(r.summary)} '
                    f'<span class="muted">{count} finding{"s" if count != 1 else ""}'
                    f'{"; conversion" if r.source == "convert" else ""}</span></summary>'
-                   f'{_note_html(r.note)}<p class="muted">More: {_esc(r.help_uri)}</p></details>')
+                   f'<div class="note-body">{_note_html(r.note)}</div>'
+                   f'<p class="muted">More: {_esc(r.help_uri)}</p></details>')
     out.append("</section>")
     return "".join(out)
 
@@ -399,7 +432,7 @@ details.conv{margin:8px 0 12px}details.conv>summary{cursor:pointer;color:#1769aa
 pre.diff,pre.src{background:#fbfcfd;border:1px solid var(--line);border-radius:6px;padding:6px 0;margin:4px 0;
 overflow-x:auto}
 pre.diff>span{display:block;padding:0 10px;white-space:pre}pre.src{padding:6px 10px}
-.da{background:#e6ffec}.dd{background:#ffebe9}.dh{color:#6e40c9;background:#f5f0ff}.dn{color:var(--muted)}
+.da{background:#e6ffec}.dd{background:#ffebe9}.dh{color:#6e40c9;background:#f5f0ff}.dn,.dc{color:#57606a}
 .ln{color:var(--muted);user-select:none}
 ul.plain{columns:2;font-family:"DejaVu Sans Mono",Menlo,Consolas,monospace;font-size:12.5px}
 details.rule{margin:6px 0}details.rule>summary{cursor:pointer}details.rule p{margin:4px 0 4px 18px}
@@ -489,10 +522,23 @@ _SCRIPT = r"""
   }
   [sev, rule, only].forEach(function (el) { el.addEventListener("change", function () { apply(true); }); });
   q.addEventListener("input", function () { apply(true); });
+  document.getElementById("filters").addEventListener("submit", function (e) { e.preventDefault(); });
   document.getElementById("f-reset").addEventListener("click", function () {
     sev.selectedIndex = 0; rule.selectedIndex = 0; q.value = ""; only.checked = false; apply(true);
   });
   window.addEventListener("hashchange", function () { if (location.hash.indexOf("=") >= 0) load(); });
+
+  // Rule notes: copied (as nodes, never as markup) from the Rules section into a finding when it is opened.
+  document.addEventListener("toggle", function (e) {
+    var d = e.target;
+    if (!d.classList || !d.classList.contains("note") || !d.open || d.getAttribute("data-filled")) return;
+    var body = document.querySelector("#rule-" + CSS.escape(d.getAttribute("data-rule")) + " .note-body");
+    if (!body) return;
+    d.setAttribute("data-filled", "1");
+    var see = d.querySelector(".see");
+    if (see) see.classList.add("hidden");
+    d.appendChild(body.cloneNode(true));
+  }, true);
 
   // Sorting: each header becomes a button; numbers sort by data-v, text by locale.
   var table = document.getElementById("file-table");
