@@ -124,7 +124,7 @@ def _rule_chart(report: AuditReport) -> str:
     rows = report.rule_severity_counts()
     if not rows:
         return '<p class="muted">No findings: nothing needs hand work.</p>'
-    label_w, bar_w, row_h = 210, 380, 24
+    label_w, bar_w, row_h = 150, 300, 24
     top = max(sum(c.values()) for _, c in rows)
     height = row_h * len(rows) + 8
     parts = [f'<svg class="chart" role="img" aria-labelledby="chart-rules-title" width="{label_w + bar_w + 50}" '
@@ -150,7 +150,7 @@ def _rule_chart(report: AuditReport) -> str:
 def _split_chart(report: AuditReport) -> str:
     auto, manual = report.converted, report.manual
     total = auto + manual
-    width, bar_w = 620, 600
+    width, bar_w = 560, 540
     parts = [f'<svg class="chart" role="img" aria-labelledby="chart-split-title" width="{width}" height="64" '
              f'viewBox="0 0 {width} 64" xmlns="http://www.w3.org/2000/svg">',
              '<title id="chart-split-title">Automatic conversions against hand work (weighted findings)</title>']
@@ -163,8 +163,9 @@ def _split_chart(report: AuditReport) -> str:
         parts.append(f'<rect x="{aw:.1f}" y="4" width="{bar_w - aw:.1f}" height="26" fill="{SEV_COLOUR["warning"]}">'
                      f'<title>hand work: {manual}</title></rect>')
         parts.append(f'<text x="0" y="50" class="lbl">automatic: {auto} references ({percent(auto / total)})</text>')
+        auto_pct = int(percent(auto / total).rstrip("%"))
         parts.append(f'<text x="{bar_w}" y="50" text-anchor="end" class="lbl">hand work: {manual} '
-                     f'({percent(manual / total) if manual else "0%"})</text>')
+                     f'({100 - auto_pct if manual else 0}%)</text>')
     parts.append("</svg>")
     return "".join(parts)
 
@@ -173,7 +174,7 @@ def _category_chart(report: AuditReport) -> str:
     cats = sorted(report.by_category.items(), key=lambda kv: (-kv[1], kv[0]))
     if not cats:
         return '<p class="muted">No CUDA references to convert.</p>'
-    label_w, bar_w, row_h = 110, 420, 20
+    label_w, bar_w, row_h = 110, 380, 20
     top = cats[0][1]
     height = row_h * len(cats) + 6
     parts = [f'<svg class="chart" role="img" aria-labelledby="chart-cat-title" width="{label_w + bar_w + 50}" '
