@@ -336,3 +336,17 @@ def test_help_documents_reports():
     r = run("--help")
     for word in ("--report", "--output-dir", "-o, --output", "html", "sarif", "markdown", "hipport-report.<ext>"):
         assert word in r.stdout, word
+
+
+def test_json_schema_document_names_every_key(examples_reports):
+    out, _ = examples_reports
+    data = json.loads((out / "hipport-report.json").read_text())
+    doc = (ROOT / "docs" / "report-schema.md").read_text()
+    keys = set(data) | set(data["totals"]) | set(next(iter(data["rules"].values())))
+    reduction = next(f for f in data["files"] if f["findings"])
+    finding = next(x for x in reduction["findings"] if x["fix"])
+    keys |= set(reduction) | set(finding) | set(finding["fix"]) | set(finding["fix"]["edits"][0])
+    keys |= set(reduction["conversions"][0]) | set(finding["location"])
+    missing = sorted(k for k in keys if f"`{k}`" not in doc and f'"{k}"' not in doc)
+    assert missing == [], missing
+    assert f'`"{data["schema"]}"`' in doc
