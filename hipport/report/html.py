@@ -382,7 +382,8 @@ def _rules(report: AuditReport) -> str:
             continue
         count = report.by_rule.get(rid, 0)
         out.append(f'<details class="rule" id="rule-{_esc(rid)}"{" open" if count else ""}>'
-                   f'<summary><code>{_esc(rid)}</code> {_badge(r.severity)} {_rich(r.summary)} '
+                   f'<summary><code>{_esc(rid)}</code> {_badge(r.severity)}<span class="muted small">by default</span> '
+                   f'{_rich(r.summary)} '
                    f'<span class="muted">{count} finding{"s" if count != 1 else ""}'
                    f'{"; conversion" if r.source == "convert" else ""}</span></summary>'
                    f'<div class="note-body">{_note_html(r.note)}</div>'
@@ -418,7 +419,8 @@ table.grid{border-collapse:collapse;width:100%}
 .grid th,.grid td{border-bottom:1px solid var(--line);padding:4px 8px;text-align:left;vertical-align:top}
 .grid th{background:var(--soft);position:sticky;top:0}.grid td.num{text-align:right;font-variant-numeric:tabular-nums}
 .grid th button{all:unset;cursor:pointer}.grid th button:focus{outline:2px solid #1769aa}
-.grid th[aria-sort=ascending] button::after{content:" \\25B2"}.grid th[aria-sort=descending] button::after{content:" \\25BC"}
+.grid th[aria-sort=ascending] button::after{content:" \\25B2"}
+.grid th[aria-sort=descending] button::after{content:" \\25BC"}
 #filters{margin:8px 0;padding:8px;background:var(--soft);border-radius:6px}
 #filters label{margin-right:10px}#shown-count{color:var(--muted);margin-left:8px}
 .js-only{display:none}.js .js-only{display:block}

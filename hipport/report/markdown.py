@@ -40,11 +40,13 @@ def render_markdown(report: AuditReport) -> str:
         for f in report.files:
             for rule in f.by_rule:
                 files_per_rule[rule] = files_per_rule.get(rule, 0) + 1
-        out += ["| Rule | Errors | Warnings | Info | Files | What it means |", "| --- | ---: | ---: | ---: | ---: | --- |"]
+        out += ["| Rule | Errors | Warnings | Info | Files | What it means |",
+                "| --- | ---: | ---: | ---: | ---: | --- |"]
         for rule, counts in rows:
             info = report.rules.get(rule)
+            summary = _cell(info.summary if info else "")
             out.append(f"| `{_cell(rule)}` | {counts.get('error', 0)} | {counts.get('warning', 0)} | "
-                       f"{counts.get('info', 0)} | {files_per_rule.get(rule, 0)} | {_cell(info.summary if info else '')} |")
+                       f"{counts.get('info', 0)} | {files_per_rule.get(rule, 0)} | {summary} |")
         out.append("")
         ranked = sorted((f for f in report.files if f.findings), key=lambda f: (-f.manual, f.path))
         out += ["**Files with the most hand work**", "", "| File | Readiness | Errors | Warnings | Info | Converted |",
