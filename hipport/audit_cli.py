@@ -5,15 +5,20 @@ from __future__ import annotations
 
 import io
 import json
+import multiprocessing
 import os
 import re
 import sys
 from collections import Counter
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import click
 
 from hipport.audit import DEFAULT_ARCHS, NEWEST_ROCM, AuditOptions, audit_source
+from hipport.cache import ResultCache, rules_fingerprint
+from hipport.config import ConfigError, find_config, load_config
+from hipport.runner import PARALLEL_MIN_FILES, default_jobs
 from hipport.files import InputError, collect_sources
 from hipport.hazards import SEVERITIES, SEVERITY_RANK, HazardError, load_hazards, parse_version
 from hipport.report import DEFAULT_NAMES, REPORT_FORMATS, render
@@ -71,6 +76,50 @@ def _write_baseline(path: Path, keys: Counter) -> None:
                     encoding="utf-8")
 
 
+def _audit_one(source, options: AuditOptions, cache: ResultCache | None):
+    """(source, bytes, findings, problem): a file that cannot be read or lexed comes back as a problem."""
+    path = str(source.path)
+    try:
+        src = source.path.read_bytes()
+    except OSError as exc:
+        return source, b"", [], f"cannot read ({exc.strerror}); check permissions"
+    key = path.encode() + b"\0" + src
+    findings = cache.get(key) if cache is not None else None
+    if findings is None:
+        try:
+            findings = audit_source(src, path, options)
+        except LexError as exc:
+            return source, src, [], str(exc)
+        if cache is not None:
+            cache.put(key, findings)
+    return source, src, findings, None
+
+
+_worker_args: tuple | None = None
+
+
+def _init_worker(args: tuple) -> None:
+    global _worker_args
+    _worker_args = args
+
+
+def _audit_in_worker(source):
+    return _audit_one(source, *_worker_args)
+
+
+def audit_files(sources, options: AuditOptions, jobs: int, cache: ResultCache | None):
+    """Audit every source, in input order whatever ``jobs`` is, so output is identical with one worker or many."""
+    if jobs > 1 and len(sources) >= PARALLEL_MIN_FILES:
+        context = multiprocessing.get_context("fork")
+        chunk = max(1, min(16, len(sources) // (jobs * 8)))
+        with ProcessPoolExecutor(jobs, mp_context=context, initializer=_init_worker,
+                                 initargs=((options, cache),)) as pool:
+            yield from pool.map(_audit_in_worker, sources, chunksize=chunk)
+        return
+    for source in sources:
+        yield _audit_one(source, options, cache)
+
+
 @click.command("audit")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--exclude", multiple=True, metavar="GLOB",
@@ -78,18 +127,21 @@ def _write_baseline(path: Path, keys: Counter) -> None:
 @click.option("--offload-arch", "archs", multiple=True, metavar="ARCH[,ARCH...]",
               help=f"GPU targets to judge against (comma-separated or repeated), e.g. gfx90a,gfx1100. gfx8/gfx9 run "
                    f"64-lane wavefronts, gfx10+ 32. Default: {','.join(DEFAULT_ARCHS)}.")
-@click.option("--rocm-version", "rocm", metavar="X.Y", default=".".join(map(str, NEWEST_ROCM)), show_default=True,
+@click.option("--rocm-version", "rocm", metavar="X.Y",
               help="ROCm release to judge against; decides what fails to compile (e.g. *_sync before 6.2, "
-                   "non-constant warpSize from 7.0) and what the fixes say.")
+                   f"non-constant warpSize from 7.0) and what the fixes say. Default: the project setting, else "
+                   f"{'.'.join(map(str, NEWEST_ROCM))}.")
 @click.option("--select", "select", multiple=True, metavar="RULE[,RULE...]",
               help="Report only these rule ids (comma-separated or repeated).")
 @click.option("--ignore", "ignore", multiple=True, metavar="RULE[,RULE...]",
               help="Never report these rule ids (comma-separated or repeated).")
-@click.option("--fail-on", type=click.Choice(SEVERITIES), default="warning", show_default=True,
-              help="Exit 1 when a finding of this severity or higher remains (after --baseline).")
+@click.option("--fail-on", type=click.Choice(SEVERITIES),
+              help="Exit 1 when a finding of this severity or higher remains (after --baseline). Default: the "
+                   "project's `fail-on` setting, else warning.")
 @click.option("--baseline", "baseline", type=click.Path(path_type=Path, dir_okay=False), metavar="FILE",
               help="JSON file of accepted findings: only findings not in it are reported. Findings match by path, "
-                   "rule and the text of their source line, so edits elsewhere in the file keep the match.")
+                   "rule and the text of their source line, so edits elsewhere in the file keep the match. "
+                   "Default: the project's `baseline` setting.")
 @click.option("--write-baseline", "write_baseline", type=click.Path(path_type=Path, dir_okay=False),
               metavar="FILE", help="Write every current finding to FILE as a baseline, then exit 0.")
 @click.option("--report", "reports", multiple=True, type=click.Choice(REPORT_FORMATS), metavar="FORMAT",
@@ -100,11 +152,21 @@ def _write_baseline(path: Path, keys: Counter) -> None:
 @click.option("--output-dir", type=click.Path(path_type=Path, file_okay=False), metavar="DIR",
               help="Write every report into DIR under its default name (hipport-report.txt, .html, .json, "
                    ".sarif, .md).")
+@click.option("--config", "config_path", type=click.Path(path_type=Path, dir_okay=False),
+              help="Project settings file (default: the nearest .hipport.toml, or pyproject.toml with "
+                   "[tool.hipport], from the current directory up to the repository root). Flags win over it.")
+@click.option("-j", "--jobs", type=click.IntRange(min=1), metavar="N",
+              help="Worker processes (default: the number of CPU cores; small runs use one).")
+@click.option("--no-cache", is_flag=True,
+              help="Analyse every file. By default results are cached by file content (and hipport version, "
+                   "rules and options), so a full-tree run only analyses what changed.")
+@click.option("--cache-dir", type=click.Path(path_type=Path, file_okay=False), metavar="DIR",
+              help="Where the result cache lives (default: $HIPPORT_CACHE_DIR, else ~/.cache/hipport).")
 @click.option("-q", "--quiet", is_flag=True, help="One line per finding; no source lines, patches or summary.")
 @click.option("-v", "--verbose", is_flag=True,
               help="Also print each finding's confidence and the rule's summary, and every file audited.")
 def audit(paths, exclude, archs, rocm, select, ignore, fail_on, baseline, write_baseline, reports, output, output_dir,
-          quiet, verbose):
+          config_path, jobs, no_cache, cache_dir, quiet, verbose):
     """Report wave64, lane-mask, warpSize and atomics hazards in CUDA or HIP sources under PATHS.
 
     PATHS are files or directories, selected as `hipport convert` selects them. Sources are never written.
@@ -146,9 +208,20 @@ def audit(paths, exclude, archs, rocm, select, ignore, fail_on, baseline, write_
     """
     try:
         hazards = load_hazards()
-    except HazardError as exc:
+        config = load_config(config_path if config_path is not None else find_config())
+    except (HazardError, ConfigError) as exc:
         _fail(str(exc))
-    arch_list = tuple(_split(archs)) or DEFAULT_ARCHS
+    configured_archs = config.get("offload-arch", ())
+    if isinstance(configured_archs, str):
+        configured_archs = (configured_archs,)
+    arch_list = tuple(_split(archs)) or tuple(_split(configured_archs)) or DEFAULT_ARCHS
+    rocm = rocm or config.get("rocm-version") or ".".join(map(str, NEWEST_ROCM))
+    fail_on = fail_on or config.get("fail-on", "warning")
+    if fail_on not in SEVERITIES:
+        _fail(f"{config.path}: `fail-on` must be one of {', '.join(SEVERITIES)}")
+    if baseline is None and write_baseline is None and config.get("baseline"):
+        baseline = config.paths("baseline")[0] if isinstance(config.get("baseline"), list) else \
+            (config.path.parent / config.get("baseline"))
     for a in arch_list:
         if not _ARCH.match(a):
             _fail(f"--offload-arch: `{a}` is not a GPU architecture name like gfx90a or gfx1100")
@@ -165,7 +238,7 @@ def audit(paths, exclude, archs, rocm, select, ignore, fail_on, baseline, write_
         _fail("--baseline and --write-baseline cannot be combined")
     accepted = _load_baseline(baseline) if baseline is not None else Counter()
     try:
-        sources = collect_sources(list(paths), tuple(exclude))
+        sources = collect_sources(list(paths), (*config.get("exclude", []), *exclude))
     except InputError as exc:
         _fail(str(exc))
     options = AuditOptions(arch_list, rocm_version, selected, ignored)
@@ -187,18 +260,16 @@ def audit(paths, exclude, archs, rocm, select, ignore, fail_on, baseline, write_
     hidden = 0
     threshold = SEVERITY_RANK[fail_on]
     failing = 0
-    for source in sources:
+    cache = None if no_cache else ResultCache("audit", f"{rules_fingerprint()}\0{options!r}", cache_dir)
+    for source, src, findings, problem in audit_files(sources, options, jobs or default_jobs(), cache):
         path = str(source.path)
         if verbose:
             err.write(f"auditing {path}\n")
-        try:
-            src = source.path.read_bytes()
-            findings = audit_source(src, path, options)
-        except (OSError, LexError) as exc:
-            err.write(f"hipport: error: {path}: {exc}\n")
+        if problem is not None:
+            err.write(f"hipport: error: {path}: {problem}\n")
             failed += 1
             if converter is not None:
-                file_reports.append(failed_file(source.path, f"{path}: {exc}"))
+                file_reports.append(failed_file(source.path, f"{path}: {problem}"))
             continue
         lines = src.split(b"\n")
         shown = []

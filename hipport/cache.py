@@ -16,12 +16,16 @@ from hipport.rules import builtin_rules_dir, cache_dir
 
 
 def rules_fingerprint(extra_files: list[Path] = ()) -> str:
-    """Hash of every bundled rule file's bytes (and any extra ones): a rule change invalidates the cache."""
+    """Hash of every rule file's bytes, and of hipport's own modules' sizes and times: a rule change, an
+    upgrade or a local edit of a check all invalidate the cache, not only a new version number."""
     h = hashlib.sha256()
     base = builtin_rules_dir()
     for path in sorted([*base.rglob("*.toml"), *map(Path, extra_files)]):
         h.update(str(path.relative_to(base) if base in path.parents else path).encode())
         h.update(path.read_bytes())
+    for module in sorted(Path(__file__).resolve().parent.rglob("*.py")):
+        st = module.stat()
+        h.update(f"{module.name}\0{st.st_size}\0{st.st_mtime_ns}".encode())
     return h.hexdigest()
 
 
