@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import importlib
 import sys
 from pathlib import Path
@@ -17,7 +19,7 @@ from hipport.rocm import VersionError, detect_installed, parse_rocm_version
 from hipport.files import InputError, collect_sources
 from hipport.hipify_perl import hipify_perl_dirs
 from hipport.rules import RuleError, load_rules
-from hipport.runner import Interrupted, convert_tree, default_jobs, unified_diff
+from hipport.runner import Interrupted, convert_tree, default_jobs, signals_handled, unified_diff
 from hipport.report.text import render_summary
 from hipport.summary import summarize
 
@@ -28,6 +30,25 @@ _PROGRESS_MIN_FILES = 5
 def _fail(message: str) -> None:
     click.echo(f"hipport: error: {message}", err=True)
     sys.exit(EXIT_USAGE)
+
+
+def _interruptible(command):
+    """SIGINT and SIGTERM during the command: one line and exit 130/143, no traceback (writes are never cut)."""
+
+    @functools.wraps(command)
+    def run(*args, **kwargs):
+        try:
+            with signals_handled():
+                return command(*args, **kwargs)
+        except (Interrupted, KeyboardInterrupt) as exc:
+            name, code = (exc.name, exc.exit_code) if isinstance(exc, Interrupted) else ("SIGINT", 130)
+            with contextlib.suppress(Exception):
+                sys.stdout.flush()
+            click.echo(f"hipport: interrupted by {name}; every file is wholly old or wholly new; run again to "
+                       "finish", err=True)
+            sys.exit(code)
+
+    return run
 
 
 class _LazyGroup(click.Group):
@@ -92,6 +113,7 @@ def main() -> None:
               help="Worker processes (default: the number of CPU cores; small runs use one).")
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors.")
 @click.option("-v", "--verbose", is_flag=True, help="List every changed file, every finding and every name.")
+@_interruptible
 def convert(paths, output_dir, diff_mode, check, to_stdout, roc, rocm_version, launch_syntax, config_path, exclude,
             rule_dirs, hipify_perl, no_hipify_perl, apply_suggestions, select, follow_symlinks, force, jobs, quiet,
             verbose):
@@ -159,11 +181,11 @@ def convert(paths, output_dir, diff_mode, check, to_stdout, roc, rocm_version, l
                 emit(source, result)
                 progress.advance(task)
 
-            results = _run(sources, rules, options, write=write, output_dir=output_dir, on_result=step,
-                           jobs=jobs or default_jobs(), force=force)
+            results = convert_tree(sources, rules, options, write=write, output_dir=output_dir, on_result=step,
+                                   jobs=jobs or default_jobs(), force=force)
     else:
-        results = _run(sources, rules, options, write=write, output_dir=output_dir, on_result=emit,
-                       jobs=jobs or default_jobs(), force=force)
+        results = convert_tree(sources, rules, options, write=write, output_dir=output_dir, on_result=emit,
+                               jobs=jobs or default_jobs(), force=force)
     sys.stdout.flush()
     summary = summarize(results)
     if not to_stdout or verbose:
@@ -179,14 +201,6 @@ def convert(paths, output_dir, diff_mode, check, to_stdout, roc, rocm_version, l
     sys.exit(EXIT_OK)
 
 
-def _run(*args, **kwargs):
-    try:
-        return convert_tree(*args, **kwargs)
-    except Interrupted as exc:
-        sys.stdout.flush()
-        click.echo(f"hipport: interrupted by {exc.name}; every file is wholly old or wholly new; run again to "
-                   "finish", err=True)
-        sys.exit(exc.exit_code)
 
 
 def _suggestion_ids(select: tuple[str, ...]) -> frozenset:

@@ -205,9 +205,10 @@ def defer_signal(signum: int) -> bool:
     return False
 
 
-def on_deferred_signal(action: Callable[[int], None] | None) -> None:
-    _Hold.action = action
-    _Hold.pending = None
+def on_deferred_signal(action: Callable[[int], None] | None) -> Callable[[int], None] | None:
+    """Set what a signal held during a write does once the write is complete; returns the previous action."""
+    old, _Hold.action = _Hold.action, action
+    return old
 
 
 @contextlib.contextmanager

@@ -9,14 +9,12 @@ import multiprocessing
 import os
 import signal
 import threading
-import time
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from hipport.engine import ConvertOptions, convert_source
-from hipport.files import (InputError, Source, binary_reason, defer_signal, is_read_only, on_deferred_signal,
-                           read_source, remove_stale_temps, show, write_atomic)
+from hipport.files import (InputError, Source, binary_reason, critical, defer_signal, is_read_only,
+                           on_deferred_signal, read_source, remove_stale_temps, show, write_atomic)
 from hipport.model import FileResult
 from hipport.rules import RuleSet
 from hipport.scan import LexError
@@ -109,10 +107,12 @@ def default_jobs() -> int:
 
 
 def _process(source: Source, rules: RuleSet, options: ConvertOptions, write: str,
-             output_dir: Path | None, force: bool = False) -> FileResult:
+             output_dir: Path | None, force: bool = False, stop=None) -> FileResult | None:
     result, st = convert_one(source, rules, options)
     if result.error is not None or write == "none":
         return result
+    if stop is not None and stop.is_set():
+        return None  # the run was interrupted while this file was being converted: leave it as it is
     target = source.path
     try:
         if write == "inplace" and result.changed:
@@ -141,29 +141,22 @@ _worker_state: tuple | None = None
 _SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
-def _worker_exit(signum: int) -> None:
-    os._exit(128 + signum)
-
-
-def _worker_signal(signum, frame) -> None:
-    if not defer_signal(signum):
-        _worker_exit(signum)  # between writes: nothing on disk is half done
-
-
 def _init_worker(state: tuple) -> None:
-    """Workers leave Ctrl-C to the main process, which stops them with SIGTERM; a worker finishes the write it is
-    in, then exits."""
+    """Workers ignore SIGINT and SIGTERM, even sent to the whole process group: the main process handles them and
+    sets the stop event, which a worker checks before each file and before each write. A worker is never stopped
+    part-way, so neither a file nor the pool's queues are ever left half-written."""
     global _worker_state
     _worker_state = state
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, _worker_signal)
-    on_deferred_signal(_worker_exit)
+    for s in _SIGNALS:
+        signal.signal(s, signal.SIG_IGN)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, _SIGNALS)
 
 
-def _work(source: Source) -> FileResult:
-    rules, options, write, output_dir, force = _worker_state
-    return _process(source, rules, options, write, output_dir, force)
+def _work(source: Source) -> FileResult | None:
+    rules, options, write, output_dir, force, stop = _worker_state
+    if stop.is_set():
+        return None
+    return _process(source, rules, options, write, output_dir, force, stop)
 
 
 def _raise_interrupted(signum: int) -> None:
@@ -176,13 +169,14 @@ def _main_signal(signum, frame) -> None:
 
 
 @contextlib.contextmanager
-def _signals_handled() -> Iterator[None]:
-    """SIGTERM behaves like Ctrl-C: both raise Interrupted, never in the middle of a write."""
+def signals_handled() -> Iterator[None]:
+    """SIGTERM behaves like Ctrl-C: both raise Interrupted in the main thread, never in the middle of a write
+    (one under way is completed first). Nestable; a no-op outside the main thread."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
     old = {s: signal.getsignal(s) for s in _SIGNALS}
-    on_deferred_signal(_raise_interrupted)
+    old_action = on_deferred_signal(_raise_interrupted)
     for s in _SIGNALS:
         signal.signal(s, _main_signal)
     try:
@@ -190,23 +184,7 @@ def _signals_handled() -> Iterator[None]:
     finally:
         for s, handler in old.items():
             signal.signal(s, handler)
-        on_deferred_signal(None)
-
-
-def _stop_workers(pool: ProcessPoolExecutor, before: set, grace: float = 10.0) -> None:
-    """Cancel what has not started and SIGTERM the workers; each finishes a write under way and exits. One still
-    busy after ``grace`` seconds is lexing, not writing, and is killed."""
-    pool.shutdown(wait=False, cancel_futures=True)
-    workers = [p for p in multiprocessing.active_children() if p.pid not in before]
-    for p in workers:
-        with contextlib.suppress(Exception):
-            p.terminate()
-    deadline = time.monotonic() + grace
-    for p in workers:
-        p.join(max(0.0, deadline - time.monotonic()))
-        if p.is_alive():
-            p.kill()
-            p.join(1.0)
+        on_deferred_signal(old_action)
 
 
 def _stale_temp_dirs(sources: list[Source], write: str, output_dir: Path | None) -> set[Path]:
@@ -235,7 +213,7 @@ def convert_tree(
     wholly new. Temporary files of killed earlier runs are removed from the directories written to."""
     sources = list(sources)
     results: list[FileResult] = []
-    with _signals_handled():
+    with signals_handled():
         try:
             remove_stale_temps(_stale_temp_dirs(sources, write, output_dir))
             if jobs > 1 and len(sources) >= PARALLEL_MIN_FILES:
@@ -256,22 +234,26 @@ def _convert_parallel(sources, rules, options, write, output_dir, on_result, job
     # fork shares the loaded rule index with the workers instead of pickling it to each.
     context = multiprocessing.get_context("fork")
     chunk = max(1, min(32, len(sources) // (jobs * 8)))
-    before = {p.pid for p in multiprocessing.active_children()}
-    pool = ProcessPoolExecutor(jobs, mp_context=context, initializer=_init_worker,
-                               initargs=((rules, options, write, output_dir, force),))
+    stop = context.Event()
+    # Workers and the pool's threads start with SIGINT/SIGTERM blocked (a worker unblocks them once it ignores
+    # them): signals go to this thread only, and one arriving now is held until the pool exists.
+    signal.pthread_sigmask(signal.SIG_BLOCK, _SIGNALS)
     try:
-        # Workers (and the pool's threads) start with SIGINT/SIGTERM blocked, so a signal reaches them only once
-        # their own handlers are in place; here it is held until every task is queued.
-        signal.pthread_sigmask(signal.SIG_BLOCK, _SIGNALS)
-        try:
-            mapped = pool.map(_work, sources, chunksize=chunk)
-        finally:
-            signal.pthread_sigmask(signal.SIG_UNBLOCK, _SIGNALS)
-        for source, result in zip(sources, mapped):
+        pool = context.Pool(jobs, initializer=_init_worker,
+                            initargs=((rules, options, write, output_dir, force, stop),))
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, _SIGNALS)
+    try:
+        for source, result in zip(sources, pool.imap(_work, sources, chunksize=chunk)):
             results.append(result)
             if on_result is not None:
                 on_result(source, result)
-    except BaseException:  # Interrupted, or BrokenProcessPool when a worker was killed from outside
-        _stop_workers(pool, before)
+    except BaseException:
+        # Interrupted: workers finish the write they are in, skip the rest, and end; a second signal waits.
+        stop.set()
+        with critical():
+            pool.close()
+            pool.join()
         raise
-    pool.shutdown(wait=True)
+    pool.close()
+    pool.join()
