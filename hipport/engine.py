@@ -198,7 +198,7 @@ class _FileConverter:
                     self.finding("unsupported-header", "warning", start, f"`{rule.cuda}`: {rule.unsupported}",
                                   subject=rule.cuda)
                     continue
-                new_header = rule.target(roc).encode()
+                new_header = rocm.installed_header_layout(rule.target(roc)).encode()
                 if any(block == d.block for block in seen.get(new_header, ())):
                     self.convert(d.start, d.end, b"", rule.cuda, "include")
                     continue

@@ -23,6 +23,7 @@ def parse_rocm_version(text: str) -> tuple[int, int]:
     return int(m.group(1)), int(m.group(2))
 
 
+@lru_cache(maxsize=1)
 def include_roots() -> list[Path]:
     roots = []
     for env in ("ROCM_PATH", "HIP_PATH"):
@@ -53,6 +54,7 @@ def detect_installed() -> tuple[int, int] | None:
     return None
 
 
+@lru_cache(maxsize=256)
 def installed_header_layout(header: str) -> str:
     """Library headers moved into folders (`hipblas/hipblas.h`); an older install has only the flat file."""
     if "/" not in header or header.startswith("hip/"):
