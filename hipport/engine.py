@@ -29,6 +29,9 @@ _CUDA_LOOKING = re.compile(rb"^(?:cuda[A-Z0-9]|cu[A-Z]|CU_|CUDA_|__nv)")
 _CUDA_PREFIX = re.compile(r"^(?:cuda|cu[A-Z]|CU|cub|nv|NV|__|curand|cublas|cufft|cusparse|cusolver|cudnn|make_)")
 _NOT_DECL_BEFORE = {b"return", b"case", b"else", b"throw", b"new", b"delete", b"sizeof", b"co_return",
                     b"co_yield", b"do", b"goto", b"typeid", b"decltype", b"alignof", b"noexcept"}
+_TYPE_KEYWORDS = {b"int", b"float", b"double", b"char", b"bool", b"auto", b"unsigned", b"signed", b"long",
+                  b"short", b"void", b"size_t", b"int32_t", b"int64_t", b"uint32_t", b"uint64_t"}
+_DECLARATOR_END = {b";", b"=", b",", b"[", b"{", b":"}
 _SKIP_DIRECTIVES = {b"include", b"include_next", b"import", b"pragma", b"error", b"warning", b"line"}
 
 
@@ -120,6 +123,8 @@ class _FileConverter:
         n = len(tokens)
         claimed = self.claimed
         target_rocm = self.options.rocm_version
+        # Generic names (`saturate`, `umax`) the file declares itself are the user's functions, wherever used.
+        own = {src[starts[i]:ends[i]] for i in self.candidates if self._is_declaration(i)}
         for i in self.candidates:
             if skip[i] or i in claimed:
                 continue
@@ -127,6 +132,8 @@ class _FileConverter:
             prev = tokens.text(i - 1) if i else b""
             if prev in (b".", b"->"):
                 continue  # a member of some struct, not the CUDA entity of that name
+            if prev in _TYPE_KEYWORDS and (tokens.text(i + 1) if i + 1 < n else b"") in _DECLARATOR_END:
+                continue  # `int cudaMalloc;`: the user's variable or member of that name
             name = word.decode("latin-1")
             nxt = tokens.text(i + 1) if i + 1 < n else b""
             if name in namespaces and (nxt == b"::" or prev == b"namespace"):
@@ -146,7 +153,7 @@ class _FileConverter:
                 self.result.findings.append(self._unsupported(rule, starts[i]))
                 continue
             if target is None:
-                if not _CUDA_PREFIX.match(name) and (nxt != b"(" or self._is_declaration(i)):
+                if not _CUDA_PREFIX.match(name) and (nxt != b"(" or word in own):
                     continue
                 self.result.findings.append(self._unsupported(rule, starts[i]))
             elif target != name:
