@@ -28,7 +28,10 @@ FAMILY_ORDER = ("runtime", "device", "driver", "rtc", "cucomplex", "cublas", "cu
 
 
 class RuleError(Exception):
-    """A rule file is malformed; the message names the file and the entry."""
+    """A rule file is malformed; the message names the file and the entry, on one line whatever the names hold."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message.replace("\r", "\\r").replace("\n", "\\n"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +87,8 @@ def _read_toml(path: Path) -> dict:
             return tomllib.load(fh)
     except tomllib.TOMLDecodeError as exc:
         raise RuleError(f"{path}: not valid TOML ({exc}); fix the file or remove it") from None
+    except UnicodeDecodeError:
+        raise RuleError(f"{path}: not UTF-8 text; rule files must be UTF-8 TOML") from None
     except OSError as exc:
         raise RuleError(f"{path}: cannot read rule file ({exc.strerror})") from None
 
@@ -153,8 +158,15 @@ def _merge_imported(path: Path, data: dict, rules: RuleSet, fam: str, names: dic
     rules.family_counts[fam] = rules.family_counts.get(fam, 0) + count
 
 
+def _section(path: Path, data: dict, key: str) -> dict:
+    value = data.get(key, {})
+    if not isinstance(value, dict):
+        raise RuleError(f"{path}: `{key}` must be a table (`[{key}]`)")
+    return value
+
+
 def _load_headers_file(path: Path, data: dict, rules: RuleSet) -> None:
-    for cuda, entry in data.get("headers", {}).items():
+    for cuda, entry in _section(path, data, "headers").items():
         entry = _check_entry(path, cuda, entry, HEADER_KEYS)
         if not (entry.get("hip") or entry.get("remove") or entry.get("unsupported")):
             raise RuleError(f"{path}: header `{cuda}` needs one of `hip`, `remove` or `unsupported`")
@@ -162,10 +174,12 @@ def _load_headers_file(path: Path, data: dict, rules: RuleSet) -> None:
             continue  # an imported table (hipify-perl's) only adds headers; hipport's header table stays
         rules.headers[cuda] = HeaderRule(cuda, entry.get("hip"), entry.get("roc"), bool(entry.get("remove")),
                                          entry.get("unsupported"))
-    for ns, entry in data.get("namespaces", {}).items():
+    for ns, entry in _section(path, data, "namespaces").items():
         entry = _check_entry(path, ns, entry, frozenset({"hip"}))
+        if "hip" not in entry:
+            raise RuleError(f"{path}: namespace `{ns}` needs `hip = \"...\"`")
         rules.namespaces[ns] = entry["hip"]
-    for fam, entry in data.get("families", {}).items():
+    for fam, entry in _section(path, data, "families").items():
         if not isinstance(entry, dict) or set(entry) - {"rename", "note"} or entry.get("rename") is not False \
                 or not isinstance(entry.get("note"), str):
             raise RuleError(f"{path}: family `{fam}` must be `{{ rename = false, note = \"...\" }}`")

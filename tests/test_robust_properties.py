@@ -19,7 +19,7 @@ from pathlib import Path
 from unittest import mock
 
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import hipport.rules as rules_mod
@@ -201,49 +201,20 @@ raw_text = st.one_of(
 )
 
 
-# Crashes of hipport/rules.py found by this fuzzer, reported to its owner; each is pinned below as a strict
-# expected failure (it turns into an error once fixed: then drop it here and in _known_loader_bug).
-KNOWN_LOADER_BUGS = {
-    "headers not a table": '"headers" = []\n',                          # AttributeError: .items()
-    "namespaces not a table": '"namespaces" = 3\n',                     # AttributeError: .items()
-    "families not a table": '"families" = ""\n',                        # AttributeError: .items()
-    "namespace entry without hip": '[namespaces]\n"cub" = {  }\n',      # KeyError: 'hip'
-    "entry name with a newline": '[family]\nname = "x"\n[names]\n"a\\nb" = { hip = "y" }\n',  # 2-line message
-    "not UTF-8": b"# caf\xe9\n",                                      # UnicodeDecodeError
+# Rule files that once crashed hipport/rules.py (found by the fuzzer below); each must now give one RuleError line.
+LOADER_REGRESSIONS = {
+    "headers not a table": '"headers" = []\n',
+    "namespaces not a table": '"namespaces" = 3\n',
+    "families not a table": '"families" = ""\n',
+    "namespace entry without hip": '[namespaces]\n"cub" = {  }\n',
+    "entry name with a newline": '[family]\nname = "x"\n[names]\n"a\\nb" = { hip = "y" }\n',
+    "not UTF-8": b"# caf\xe9\n",
 }
 
 
-def _known_loader_bug(data: bytes) -> bool:
-    """The fuzzed file hits one of KNOWN_LOADER_BUGS (so the fuzzer can go on looking for new ones)."""
-    try:
-        doc = tomllib.loads(data.decode("utf-8"))
-    except UnicodeDecodeError:
-        return True
-    except (tomllib.TOMLDecodeError, ValueError):
-        return False
-    if any(k in doc and not isinstance(doc[k], dict) for k in ("headers", "namespaces", "families")):
-        return True
-    if any(v == {} for v in doc.get("namespaces", {}).values()):
-        return True
-
-    def names(node):
-        if isinstance(node, dict):
-            for k, v in node.items():
-                yield k
-                yield from names(v)
-        elif isinstance(node, list):
-            for v in node:
-                yield from names(v)
-        elif isinstance(node, str):
-            yield node
-
-    return any("\n" in n or "\r" in n for n in names(doc))
-
-
-@pytest.mark.parametrize("case", KNOWN_LOADER_BUGS)
-@pytest.mark.xfail(strict=True, reason="hipport/rules.py crashes or prints two lines on this rule file (reported)")
-def test_rule_loader_known_bugs(tiny_builtin, tmp_path, case):
-    text = KNOWN_LOADER_BUGS[case]
+@pytest.mark.parametrize("case", LOADER_REGRESSIONS)
+def test_rule_loader_regressions(tiny_builtin, tmp_path, case):
+    text = LOADER_REGRESSIONS[case]
     (tmp_path / "bad.toml").write_bytes(text if isinstance(text, bytes) else text.encode())
     with mock.patch.object(rules_mod, "builtin_rules_dir", lambda: tiny_builtin):
         try:
@@ -277,7 +248,6 @@ def test_rule_loader_rejects_malformed_files_with_one_clear_line(tiny_builtin, t
     @given(texts)
     def check(text):
         data = text.encode("utf-8", "surrogatepass") if kind != "raw bytes" else text.encode("latin-1")
-        assume(not _known_loader_bug(data))
         path.write_bytes(data)
         try:
             load_rules([extra], use_cache=False)
