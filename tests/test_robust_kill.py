@@ -19,7 +19,7 @@ import pytest
 
 import hipport.files as files
 from hipport.engine import ConvertOptions
-from hipport.files import Source, collect_sources, remove_stale_temps
+from hipport.files import collect_sources, remove_stale_temps
 from hipport.runner import Interrupted, convert_one, convert_tree
 
 REPO = Path(__file__).resolve().parents[1]

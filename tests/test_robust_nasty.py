@@ -21,7 +21,7 @@ import pytest
 
 import hipport.runner as runner
 from hipport.engine import ConvertOptions
-from hipport.files import Source, collect_sources, show
+from hipport.files import collect_sources, show
 from hipport.runner import convert_tree
 
 REPO = Path(__file__).resolve().parents[1]

@@ -14,8 +14,6 @@ import json
 import math
 import re
 import shutil
-import tomllib
-from pathlib import Path
 from unittest import mock
 
 import pytest
