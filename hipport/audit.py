@@ -10,6 +10,7 @@ from hipport.checks import atomics, ballot, builtins, coop_groups, inline_ptx, l
 from hipport.checks import warp_loops, warpsize
 from hipport.checks.context import Context
 from hipport.hazards import describe_rule, load_hazards  # noqa: F401  (describe_rule is part of this API)
+from hipport.engine import apply_edits
 from hipport.model import Edit, Finding
 from hipport.scan import COMMENT
 
@@ -84,13 +85,4 @@ def apply_suggestions(src: bytes, findings, select: set[str] | frozenset[str] | 
             if key not in seen:
                 seen.add(key)
                 edits.append(e)
-    out = []
-    pos = len(src)
-    for e in sorted(edits, key=lambda e: (e.start, e.end), reverse=True):
-        if e.end > pos:
-            continue
-        out.append(src[e.end:pos])
-        out.append(e.new)
-        pos = e.start
-    out.append(src[:pos])
-    return b"".join(reversed(out))
+    return apply_edits(src, edits)
