@@ -194,6 +194,9 @@ def convert(paths, output_dir, diff_mode, check, to_stdout, roc, rocm_version, l
     elif summary.errors:
         for e in summary.errors:
             err.print(f"error: {e}", markup=False)
+    if quiet:  # -q prints nothing but errors: each failed file, one line
+        for e in summary.errors:
+            click.echo(f"error: {e}", err=True)
     if summary.files_failed:
         sys.exit(EXIT_FILES_FAILED)
     if check and summary.files_changed:

@@ -6,9 +6,11 @@ import contextlib
 import difflib
 import errno
 import multiprocessing
+import multiprocessing.pool
 import os
 import signal
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
@@ -152,11 +154,10 @@ def _init_worker(state: tuple) -> None:
     signal.pthread_sigmask(signal.SIG_UNBLOCK, _SIGNALS)
 
 
-def _work(source: Source) -> FileResult | None:
+def _work(batch: list[Source]) -> list[FileResult | None]:
     rules, options, write, output_dir, force, stop = _worker_state
-    if stop.is_set():
-        return None
-    return _process(source, rules, options, write, output_dir, force, stop)
+    return [None if stop.is_set() else _process(source, rules, options, write, output_dir, force, stop)
+            for source in batch]
 
 
 def _raise_interrupted(signum: int) -> None:
@@ -230,6 +231,73 @@ def convert_tree(
     return results
 
 
+class _WorkerDied(Exception):
+    pass
+
+
+WORKER_DIED = ("{path}: not known to be converted: a worker process died (killed from outside, out of memory?); "
+               "the file is wholly old or wholly new, run again (--jobs 1 shows which file)")
+
+
+def _worker_pids(pool) -> set:
+    return {p.pid for p in getattr(pool, "_pool", ())}
+
+
+def _next_result(it, pool, pids: set, timeout: float = 0.5):
+    """The next result, raising _WorkerDied when a worker vanished (its task would never come back)."""
+    while True:
+        try:
+            return it.next(timeout=timeout)
+        except multiprocessing.TimeoutError:
+            if _worker_pids(pool) != pids:
+                raise _WorkerDied from None
+
+
+def _abandon(pool, stop, it, pids: set, done: int, total: int) -> None:  # done, total: batches
+    """Stop the pool without hanging. Workers see ``stop`` and skip what is left; normally every result then comes
+    back and the pool is joined. If a worker died, its task never returns: once the others have gone quiet (any
+    write they were in is finished; a write cut anyway leaves only a stale temporary file, never a half file),
+    they are killed and the pool is left behind."""
+    stop.set()
+    lost = False
+    try:
+        quiet_since = None
+        while done < total:
+            try:
+                it.next(timeout=0.2)
+                done += 1
+                quiet_since = None
+            except StopIteration:
+                break
+            except multiprocessing.TimeoutError:
+                if _worker_pids(pool) != pids:
+                    lost = True
+                    quiet_since = quiet_since or time.monotonic()
+                    if time.monotonic() - quiet_since > 2.0:
+                        break
+            except Exception:  # a worker's own failure: stop waiting for the pool
+                lost = True
+                break
+    finally:
+        if not lost:
+            pool.close()
+            pool.join()
+        else:
+            # The pool would replace the killed workers and, at exit, wait for workers that ignore SIGTERM: stop
+            # its upkeep, kill what it has, and drop its final clean-up (which would wait for the lost task).
+            handler = getattr(pool, "_worker_handler", None)
+            if handler is not None:
+                handler._state = multiprocessing.pool.TERMINATE
+                time.sleep(0.3)  # an upkeep pass under way ends
+            for p in list(getattr(pool, "_pool", ())):
+                with contextlib.suppress(OSError):
+                    os.kill(p.pid, signal.SIGKILL)
+                p.join(2.0)
+            finalizer = getattr(pool, "_terminate", None)
+            if finalizer is not None:
+                finalizer.cancel()
+
+
 def _convert_parallel(sources, rules, options, write, output_dir, on_result, jobs, force, results) -> None:
     # fork shares the loaded rule index with the workers instead of pickling it to each.
     context = multiprocessing.get_context("fork")
@@ -243,17 +311,33 @@ def _convert_parallel(sources, rules, options, write, output_dir, on_result, job
                             initargs=((rules, options, write, output_dir, force, stop),))
     finally:
         signal.pthread_sigmask(signal.SIG_UNBLOCK, _SIGNALS)
+    pids = _worker_pids(pool)
+    # Batches as single tasks: imap then returns an iterator whose next() takes a timeout, so a worker that
+    # vanished (its batch would never come back) is noticed instead of waited for.
+    batches = [sources[i:i + chunk] for i in range(0, len(sources), chunk)]
+    it = pool.imap(_work, batches)
+    done = 0
     try:
-        for source, result in zip(sources, pool.imap(_work, sources, chunksize=chunk)):
+        for batch in batches:
+            batch_results = _next_result(it, pool, pids)
+            done += 1
+            for source, result in zip(batch, batch_results):
+                results.append(result)
+                if on_result is not None:
+                    on_result(source, result)
+    except _WorkerDied:
+        with critical():
+            _abandon(pool, stop, it, pids, done, len(batches))
+        for source in sources[len(results):]:
+            result = FileResult(str(source.path), b"", None, error=WORKER_DIED.format(path=show(source.path)))
             results.append(result)
             if on_result is not None:
                 on_result(source, result)
+        return
     except BaseException:
         # Interrupted: workers finish the write they are in, skip the rest, and end; a second signal waits.
-        stop.set()
         with critical():
-            pool.close()
-            pool.join()
+            _abandon(pool, stop, it, pids, done, len(batches))
         raise
     pool.close()
     pool.join()

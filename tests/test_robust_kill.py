@@ -244,3 +244,43 @@ def test_temp_file_names_are_recognised(tmp_path):
     with mock.patch.object(files.os, "replace", replace):
         files.write_atomic(tmp_path / long_name, b"data")
     assert files._TEMP_NAME.match(seen[0]) and f".{os.getpid()}." in seen[0]
+
+
+def children(pid: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat_line = (entry / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat_line.rsplit(")", 1)[1].split()[1]) == pid:
+                found.append(int(entry.name))
+    return found
+
+
+def test_a_worker_killed_from_outside_names_the_files_and_does_not_hang(kill_tree):
+    """The OOM killer takes one worker: the run ends (no hang, no traceback) with exit 3, each file it cannot vouch
+    for named; every file is intact and a re-run completes the job."""
+    base, original, before, after, duration = kill_tree
+    tree = base / "worker-death"
+    shutil.copytree(original, tree, symlinks=True)
+    p = start(tree, 2, base)
+    deadline = time.monotonic() + 30
+    while len(children(p.pid)) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(min(1.0, duration / 3))
+    os.kill(children(p.pid)[0], signal.SIGKILL)
+    _, err = p.communicate(timeout=120)
+    text = err.decode()
+    assert "Traceback" not in text, text
+    if p.returncode != 0:  # 0: the killed worker had no work left
+        assert p.returncode == 3, text
+        lines = text.strip().splitlines()
+        assert lines and all(line.startswith("error: ") and "a worker process died" in line for line in lines), text
+    check_intact(tree, before, after)
+    p = start(tree, 2, base)
+    _, err = p.communicate(timeout=600)
+    assert p.returncode == 0, err
+    assert {s.rel: s.path.read_bytes() for s in collect_sources([tree])} == after
+    shutil.rmtree(tree)
