@@ -304,6 +304,14 @@ def apply_edits(src: bytes, edits: list[Edit]) -> bytes:
 def convert_source(src: bytes, rules: RuleSet, options: ConvertOptions = ConvertOptions(),
                    path: str = "<stdin>") -> FileResult:
     """Convert one file's bytes. Raises scan.LexError when libclang cannot read it."""
+    if src.startswith(_BOM):
+        # A UTF-8 byte-order mark is encoding, not text: the engine sees what follows it, the mark is put back
+        # (else a directive on the first line would not be one, and an inserted include would precede the mark).
+        result = convert_source(src[len(_BOM):], rules, options, path)
+        result.before = src
+        if result.after is not None:
+            result.after = _BOM + result.after
+        return result
     if not _may_need_work(src, rules):
         result = FileResult(path, src, src)
     else:
@@ -326,6 +334,7 @@ def _apply_audit_suggestions(result: FileResult, options: ConvertOptions) -> Non
             result.conversions.append(Conversion(f.rule_id, "suggestion", "suggestion", f.line))
 
 
+_BOM = b"\xef\xbb\xbf"
 _INCLUDE = re.compile(rb"^[ \t]*#[ \t]*include[ \t]*[<\"]([^>\"\n]+)", re.M)
 
 

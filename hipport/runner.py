@@ -22,7 +22,6 @@ from hipport.rules import RuleSet
 from hipport.scan import LexError
 
 
-BOM = b"\xef\xbb\xbf"
 
 
 class Interrupted(BaseException):
@@ -65,19 +64,13 @@ def convert_one(source: Source, rules: RuleSet, options: ConvertOptions) -> tupl
     reason = binary_reason(src)
     if reason is not None:
         return FileResult(path, src, None, error=f"{show(path)}: {reason}"), st
-    # A UTF-8 byte-order mark is encoding, not text: the engine sees what follows it, the mark is put back.
-    bom = BOM if src.startswith(BOM) else b""
     try:
-        result = convert_source(src[len(bom):], rules, options, path)
+        result = convert_source(src, rules, options, path)
     except LexError as exc:
         return FileResult(path, src, None, error=f"{show(path)}: {exc}; file left unchanged"), st
     except Exception as exc:  # an engine bug must cost one file, not the run
         return FileResult(path, src, None, error=f"{show(path)}: internal error ({type(exc).__name__}: "
                                                  f"{str(exc)[:200]}); file left unchanged, please report it"), st
-    if bom:
-        result.before = src
-        if result.after is not None:
-            result.after = bom + result.after
     return result, st
 
 

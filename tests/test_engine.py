@@ -186,3 +186,10 @@ def test_fast_path_returns_files_without_cuda_unchanged(convert):
     src = b"#include <vector>\n// plain C++ with no accelerator code\nint main() { return 0; }\n"
     result = convert(src)
     assert result.after == src and not result.findings and not result.unknown
+
+
+def test_bom_is_kept_and_first_line_directive_still_converted(convert):
+    src = b"\xef\xbb\xbf#include <cuda_runtime.h>\n__global__ void k() {}\n"
+    assert convert(src).after == b"\xef\xbb\xbf#include <hip/hip_runtime.h>\n__global__ void k() {}\n"
+    src = b"\xef\xbb\xbf__global__ void k() {}\n"
+    assert convert(src).after == b"\xef\xbb\xbf#include <hip/hip_runtime.h>\n__global__ void k() {}\n"
