@@ -50,7 +50,18 @@ class FileResult:
     unknown: list[tuple[str, int, int]] = field(default_factory=list)  # (name, line, col)
     defines: set[str] = field(default_factory=set)  # macros the file defines, so they are not "unknown"
     error: str | None = None
+    changed_flag: bool | None = None  # set once the texts are released
 
     @property
     def changed(self) -> bool:
+        if self.changed_flag is not None:
+            return self.changed_flag
         return self.after is not None and self.after != self.before
+
+    def release_text(self) -> None:
+        """Drop the file's bytes once written: a 10,000-file run must not hold (or ship between processes)
+        every file twice just for the summary."""
+        self.changed_flag = self.changed
+        self.before = b""
+        if self.after is not None:
+            self.after = b""

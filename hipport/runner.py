@@ -129,6 +129,7 @@ def _process(source: Source, rules: RuleSet, options: ConvertOptions, write: str
         result.error = str(exc)
     except OSError as exc:
         result.error = f"{show(target)}: cannot write ({exc.strerror}); file left as it was"
+    result.release_text()  # written: only the diff and stdout modes (write == "none") show the texts
     return result
 
 
