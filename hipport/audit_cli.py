@@ -83,7 +83,7 @@ def _audit_one(source, options: AuditOptions, cache: ResultCache | None):
         src = source.path.read_bytes()
     except OSError as exc:
         return source, b"", [], f"cannot read ({exc.strerror}); check permissions"
-    key = path.encode() + b"\0" + src
+    key = os.fsencode(path) + b"\0" + src
     findings = cache.get(key) if cache is not None else None
     if findings is None:
         try:

@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from hipport import __version__
+from hipport.cache import ResultCache, rules_fingerprint
 from hipport.config import ConfigError, find_config, load_config
 from hipport.engine import NEWEST_ROCM, ConvertOptions
 from hipport.rocm import VersionError, detect_installed, parse_rocm_version
@@ -111,12 +112,17 @@ def main() -> None:
               help="Rewrite read-only files in place too (they stay read-only). Default: named and left alone.")
 @click.option("-j", "--jobs", type=click.IntRange(min=1), metavar="N",
               help="Worker processes (default: the number of CPU cores; small runs use one).")
+@click.option("--no-cache", is_flag=True,
+              help="Look at every file. By default a file found to need no change is remembered by its content "
+                   "(and hipport's version, rules and options), so a full-tree run skips it next time.")
+@click.option("--cache-dir", type=click.Path(path_type=Path, file_okay=False), metavar="DIR",
+              help="Where that cache lives (default: $HIPPORT_CACHE_DIR, else ~/.cache/hipport).")
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors.")
 @click.option("-v", "--verbose", is_flag=True, help="List every changed file, every finding and every name.")
 @_interruptible
 def convert(paths, output_dir, diff_mode, check, to_stdout, roc, rocm_version, launch_syntax, config_path, exclude,
-            rule_dirs, hipify_perl, no_hipify_perl, apply_suggestions, select, follow_symlinks, force, jobs, quiet,
-            verbose):
+            rule_dirs, hipify_perl, no_hipify_perl, apply_suggestions, select, follow_symlinks, force, jobs, no_cache,
+            cache_dir, quiet, verbose):
     """Convert CUDA sources under PATHS to HIP.
 
     PATHS are files or directories; directories are searched for .cu .cuh .cpp .cc .cxx .c .h .hpp .hh .inl
@@ -171,6 +177,8 @@ def convert(paths, output_dir, diff_mode, check, to_stdout, roc, rocm_version, l
             if result.changed:
                 err.print(f"{'would change' if write == 'none' else 'converted'}: {result.path}", markup=False)
 
+    cache = None if no_cache else ResultCache(
+        "convert", f"{rules_fingerprint([p for p in rules.files])}\0{options!r}", cache_dir)
     show_progress = err.is_terminal and not quiet and len(sources) > _PROGRESS_MIN_FILES and not (diff_mode or to_stdout)
     if show_progress:
         with Progress(TextColumn("converting"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
@@ -182,10 +190,10 @@ def convert(paths, output_dir, diff_mode, check, to_stdout, roc, rocm_version, l
                 progress.advance(task)
 
             results = convert_tree(sources, rules, options, write=write, output_dir=output_dir, on_result=step,
-                                   jobs=jobs or default_jobs(), force=force)
+                                   jobs=jobs or default_jobs(), force=force, cache=cache)
     else:
         results = convert_tree(sources, rules, options, write=write, output_dir=output_dir, on_result=emit,
-                               jobs=jobs or default_jobs(), force=force)
+                               jobs=jobs or default_jobs(), force=force, cache=cache)
     sys.stdout.flush()
     summary = summarize(results)
     if not to_stdout or verbose:

@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
+from hipport.cache import ResultCache
 from hipport.engine import ConvertOptions, convert_source
 from hipport.files import (InputError, Source, binary_reason, critical, defer_signal, is_read_only,
                            on_deferred_signal, read_source, remove_stale_temps, show, write_atomic)
@@ -49,7 +50,8 @@ def _read_error(path: Path, exc: OSError) -> str:
     return f"{show(path)}: cannot read ({exc.strerror}); check permissions"
 
 
-def convert_one(source: Source, rules: RuleSet, options: ConvertOptions) -> tuple[FileResult, object]:
+def convert_one(source: Source, rules: RuleSet, options: ConvertOptions,
+                cache: ResultCache | None = None) -> tuple[FileResult, object]:
     """Convert one file; a file that cannot be read, is binary or cannot be lexed comes back with ``error`` set
     (a one-line message naming it), never raises."""
     path = str(source.path)
@@ -64,6 +66,11 @@ def convert_one(source: Source, rules: RuleSet, options: ConvertOptions) -> tupl
     reason = binary_reason(src)
     if reason is not None:
         return FileResult(path, src, None, error=f"{show(path)}: {reason}"), st
+    key = os.fsencode(path) + b"\0" + src
+    cached = cache.get(key) if cache is not None else None
+    if cached is not None:
+        findings, unknown, defines = cached
+        return FileResult(path, src, src, findings=findings, unknown=unknown, defines=defines), st
     try:
         result = convert_source(src, rules, options, path)
     except LexError as exc:
@@ -71,6 +78,9 @@ def convert_one(source: Source, rules: RuleSet, options: ConvertOptions) -> tupl
     except Exception as exc:  # an engine bug must cost one file, not the run
         return FileResult(path, src, None, error=f"{show(path)}: internal error ({type(exc).__name__}: "
                                                  f"{str(exc)[:200]}); file left unchanged, please report it"), st
+    if cache is not None and not result.changed:
+        # Only files with nothing to change are remembered: a changed file is written now and is one next time.
+        cache.put(key, (result.findings, result.unknown, result.defines))
     return result, st
 
 
@@ -102,8 +112,8 @@ def default_jobs() -> int:
 
 
 def _process(source: Source, rules: RuleSet, options: ConvertOptions, write: str,
-             output_dir: Path | None, force: bool = False, stop=None) -> FileResult | None:
-    result, st = convert_one(source, rules, options)
+             output_dir: Path | None, force: bool = False, stop=None, cache=None) -> FileResult | None:
+    result, st = convert_one(source, rules, options, cache)
     if result.error is not None or write == "none":
         return result
     if stop is not None and stop.is_set():
@@ -149,8 +159,8 @@ def _init_worker(state: tuple) -> None:
 
 
 def _work(batch: list[Source]) -> list[FileResult | None]:
-    rules, options, write, output_dir, force, stop = _worker_state
-    return [None if stop.is_set() else _process(source, rules, options, write, output_dir, force, stop)
+    rules, options, write, output_dir, force, stop, cache = _worker_state
+    return [None if stop.is_set() else _process(source, rules, options, write, output_dir, force, stop, cache)
             for source in batch]
 
 
@@ -200,6 +210,7 @@ def convert_tree(
     on_result: Callable[[Source, FileResult], None] | None = None,
     jobs: int = 1,
     force: bool = False,
+    cache: ResultCache | None = None,
 ) -> list[FileResult]:
     """Convert every source; results come back in input order whatever ``jobs`` is, so output is identical.
 
@@ -212,10 +223,10 @@ def convert_tree(
         try:
             remove_stale_temps(_stale_temp_dirs(sources, write, output_dir))
             if jobs > 1 and len(sources) >= PARALLEL_MIN_FILES:
-                _convert_parallel(sources, rules, options, write, output_dir, on_result, jobs, force, results)
+                _convert_parallel(sources, rules, options, write, output_dir, on_result, jobs, force, results, cache)
                 return results
             for source in sources:
-                result = _process(source, rules, options, write, output_dir, force)
+                result = _process(source, rules, options, write, output_dir, force, cache=cache)
                 results.append(result)
                 if on_result is not None:
                     on_result(source, result)
@@ -292,7 +303,8 @@ def _abandon(pool, stop, it, pids: set, done: int, total: int) -> None:  # done,
                 finalizer.cancel()
 
 
-def _convert_parallel(sources, rules, options, write, output_dir, on_result, jobs, force, results) -> None:
+def _convert_parallel(sources, rules, options, write, output_dir, on_result, jobs, force, results,
+                      cache=None) -> None:
     # fork shares the loaded rule index with the workers instead of pickling it to each.
     context = multiprocessing.get_context("fork")
     chunk = max(1, min(32, len(sources) // (jobs * 8)))
@@ -302,7 +314,7 @@ def _convert_parallel(sources, rules, options, write, output_dir, on_result, job
     signal.pthread_sigmask(signal.SIG_BLOCK, _SIGNALS)
     try:
         pool = context.Pool(jobs, initializer=_init_worker,
-                            initargs=((rules, options, write, output_dir, force, stop),))
+                            initargs=((rules, options, write, output_dir, force, stop, cache),))
     finally:
         signal.pthread_sigmask(signal.SIG_UNBLOCK, _SIGNALS)
     pids = _worker_pids(pool)

@@ -61,3 +61,26 @@ def test_unwritable_cache_only_costs_speed(tmp_path):
     cache = ResultCache("audit", "salt", blocker)
     cache.put(b"x", [1])
     assert cache.get(b"x") is None
+
+
+def convert(cwd, *args):
+    return subprocess.run([sys.executable, "-m", "hipport", "convert", *map(str, args)], capture_output=True,
+                          cwd=cwd, env={**os.environ, "PYTHONPATH": str(ROOT)})
+
+
+def test_convert_remembers_files_with_nothing_to_change(tmp_path):
+    cache = tmp_path / "cache"
+    (tmp_path / "done.cu").write_bytes(b"#include <hip/hip_runtime.h>\n__global__ void k() {}\n")
+    (tmp_path / "todo.cu").write_bytes(b"void f(float *p) { cudaFree(p); }\n")
+    r = convert(tmp_path, "--check", ".", "--cache-dir", cache)
+    assert r.returncode == 1
+    entries = [p for p in cache.rglob("*") if p.is_file()]
+    assert len(entries) == 1  # done.cu only: a file that would change is not remembered
+    planted = Finding("unsupported-api", "warning", 1, 1, "`planted` from the cache", subject="planted")
+    entries[0].write_bytes(pickle.dumps(([planted], [], set())))
+    r = convert(tmp_path, "--check", ".", "--cache-dir", cache, "-v")
+    assert b"planted" in r.stderr
+    r = convert(tmp_path, "--check", ".", "--cache-dir", cache, "-v", "--no-cache")
+    assert b"planted" not in r.stderr
+    r = convert(tmp_path, ".", "--cache-dir", cache)  # converts todo.cu in place
+    assert r.returncode == 0 and (tmp_path / "todo.cu").read_bytes() == b"void f(float *p) { hipFree(p); }\n"
