@@ -118,7 +118,7 @@ def main() -> None:
             files, lines = count_lines(corpus)
             runs = [
                 ("convert", [*hipport, "convert", str(corpus), "-o", str(tmp / f"out{scale}"), "-q",
-                             "--rocm-version", "6.3", "--no-hipify-perl", "-j", str(args.jobs)]),
+                             "--rocm-version", "6.3", "--no-hipify-perl", "--no-cache", "-j", str(args.jobs)]),
                 ("audit", [*hipport, "audit", str(corpus), "-q", "--no-cache", "-j", str(args.jobs)]),
             ]
             for name, cmd in runs:
