@@ -16,6 +16,7 @@ from pathlib import Path
 import click
 
 from hipport.audit import DEFAULT_ARCHS, NEWEST_ROCM, AuditOptions, audit_source
+from hipport.cli_options import cache_dir_option, config_option, fail, jobs_option
 from hipport.cache import ResultCache, rules_fingerprint
 from hipport.config import ConfigError, find_config, load_config
 from hipport.runner import PARALLEL_MIN_FILES, default_jobs
@@ -29,10 +30,6 @@ EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_FILES_FAILED = 0, 1, 2, 3
 _ARCH = re.compile(r"^gfx[0-9a-f]{3,4}[a-z0-9:+-]*$")
 BASELINE_VERSION = 1
 
-
-def _fail(message: str) -> None:
-    click.echo(f"hipport: error: {message}", err=True)
-    sys.exit(EXIT_USAGE)
 
 
 def _split(values) -> list[str]:
@@ -54,18 +51,18 @@ def _load_baseline(path: Path) -> Counter:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        _fail(f"{path}: baseline file not found (create one with --write-baseline)")
+        fail(f"{path}: baseline file not found (create one with --write-baseline)")
     except (OSError, ValueError) as exc:
-        _fail(f"{path}: not a hipport baseline: {exc}")
+        fail(f"{path}: not a hipport baseline: {exc}")
     if not isinstance(data, dict) or data.get("version") != BASELINE_VERSION or not isinstance(
             data.get("findings"), list):
-        _fail(f"{path}: not a hipport baseline (expected {{\"version\": {BASELINE_VERSION}, \"findings\": [...]}})")
+        fail(f"{path}: not a hipport baseline (expected {{\"version\": {BASELINE_VERSION}, \"findings\": [...]}})")
     counts: Counter = Counter()
     for k, entry in enumerate(data["findings"]):
         try:
             counts[(entry["path"], entry["rule"], normalise_line(entry["line"]))] += int(entry.get("count", 1))
         except (KeyError, TypeError, ValueError):
-            _fail(f"{path}: findings[{k}] needs `path`, `rule` and `line`")
+            fail(f"{path}: findings[{k}] needs `path`, `rule` and `line`")
     return counts
 
 
@@ -152,16 +149,12 @@ def audit_files(sources, options: AuditOptions, jobs: int, cache: ResultCache | 
 @click.option("--output-dir", type=click.Path(path_type=Path, file_okay=False), metavar="DIR",
               help="Write every report into DIR under its default name (hipport-report.txt, .html, .json, "
                    ".sarif, .md).")
-@click.option("--config", "config_path", type=click.Path(path_type=Path, dir_okay=False),
-              help="Project settings file (default: the nearest .hipport.toml, or pyproject.toml with "
-                   "[tool.hipport], from the current directory up to the repository root). Flags win over it.")
-@click.option("-j", "--jobs", type=click.IntRange(min=1), metavar="N",
-              help="Worker processes (default: the number of CPU cores; small runs use one).")
+@config_option
+@jobs_option
 @click.option("--no-cache", is_flag=True,
               help="Analyse every file. By default results are cached by file content (and hipport version, "
                    "rules and options), so a full-tree run only analyses what changed.")
-@click.option("--cache-dir", type=click.Path(path_type=Path, file_okay=False), metavar="DIR",
-              help="Where the result cache lives (default: $HIPPORT_CACHE_DIR, else ~/.cache/hipport).")
+@cache_dir_option
 @click.option("-q", "--quiet", is_flag=True, help="One line per finding; no source lines, patches or summary.")
 @click.option("-v", "--verbose", is_flag=True,
               help="Also print each finding's confidence and the rule's summary, and every file audited.")
@@ -210,7 +203,7 @@ def audit(paths, exclude, archs, rocm, select, ignore, fail_on, baseline, write_
         hazards = load_hazards()
         config = load_config(config_path if config_path is not None else find_config())
     except (HazardError, ConfigError) as exc:
-        _fail(str(exc))
+        fail(str(exc))
     configured_archs = config.get("offload-arch", ())
     if isinstance(configured_archs, str):
         configured_archs = (configured_archs,)
@@ -218,34 +211,34 @@ def audit(paths, exclude, archs, rocm, select, ignore, fail_on, baseline, write_
     rocm = rocm or config.get("rocm-version") or ".".join(map(str, NEWEST_ROCM))
     fail_on = fail_on or config.get("fail-on", "warning")
     if fail_on not in SEVERITIES:
-        _fail(f"{config.path}: `fail-on` must be one of {', '.join(SEVERITIES)}")
+        fail(f"{config.path}: `fail-on` must be one of {', '.join(SEVERITIES)}")
     if baseline is None and write_baseline is None and config.get("baseline"):
         baseline = config.paths("baseline")[0] if isinstance(config.get("baseline"), list) else \
             (config.path.parent / config.get("baseline"))
     for a in arch_list:
         if not _ARCH.match(a):
-            _fail(f"--offload-arch: `{a}` is not a GPU architecture name like gfx90a or gfx1100")
+            fail(f"--offload-arch: `{a}` is not a GPU architecture name like gfx90a or gfx1100")
     try:
         rocm_version = parse_version(rocm)
     except ValueError as exc:
-        _fail(f"--rocm-version: {exc}")
+        fail(f"--rocm-version: {exc}")
     selected, ignored = frozenset(_split(select)), frozenset(_split(ignore))
     for option, ids in (("--select", selected), ("--ignore", ignored)):
         unknown = sorted(ids - set(hazards))
         if unknown:
-            _fail(f"{option}: unknown rule id `{unknown[0]}` (known: {', '.join(sorted(hazards))})")
+            fail(f"{option}: unknown rule id `{unknown[0]}` (known: {', '.join(sorted(hazards))})")
     if baseline is not None and write_baseline is not None:
-        _fail("--baseline and --write-baseline cannot be combined")
+        fail("--baseline and --write-baseline cannot be combined")
     accepted = _load_baseline(baseline) if baseline is not None else Counter()
     try:
         sources = collect_sources(list(paths), (*config.get("exclude", []), *exclude))
     except InputError as exc:
-        _fail(str(exc))
+        fail(str(exc))
     options = AuditOptions(arch_list, rocm_version, selected, ignored)
     plan = [] if write_baseline is not None else _plan_outputs(reports, output, output_dir)
     rich_reports = [fmt for fmt, _ in plan if fmt != "text"]
     text_dest = next((dest for fmt, dest in plan if fmt == "text"), "none")
-    converter = _converter(rocm_version) if rich_reports else None
+    converter = _converter(rocm_version, config) if rich_reports else None
     file_reports = []
     err = click.get_text_stream("stderr")
     if text_dest is None:
@@ -341,14 +334,14 @@ def _plan_outputs(reports: tuple[str, ...], output: Path | None, output_dir: Pat
     """(format, destination) pairs; a destination of None means stdout. At most one report goes to stdout."""
     formats = list(dict.fromkeys(reports)) or ["text"]
     if output is not None and output_dir is not None:
-        _fail("-o/--output and --output-dir cannot be combined; with several reports -o takes a directory")
+        fail("-o/--output and --output-dir cannot be combined; with several reports -o takes a directory")
     if output_dir is not None:
         _check_dir(output_dir, "--output-dir")
         return [(fmt, output_dir / DEFAULT_NAMES[fmt]) for fmt in formats]
     if output is not None:
         if str(output) == "-":
             if len(formats) > 1:
-                _fail("-o - (stdout) takes one --report; give a directory for several")
+                fail("-o - (stdout) takes one --report; give a directory for several")
             return [(formats[0], None)]
         if len(formats) == 1:
             dest = output / DEFAULT_NAMES[formats[0]] if output.is_dir() else output
@@ -361,11 +354,11 @@ def _plan_outputs(reports: tuple[str, ...], output: Path | None, output_dir: Pat
 
 def _check_dir(path: Path, option: str) -> None:
     if path.exists() and not path.is_dir():
-        _fail(f"{option} {path}: several reports need a directory, and this is a file")
+        fail(f"{option} {path}: several reports need a directory, and this is a file")
     try:
         path.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        _fail(f"{option} {path}: cannot create the directory ({exc.strerror})")
+        fail(f"{option} {path}: cannot create the directory ({exc.strerror})")
 
 
 def _open_output(dest: Path):
@@ -373,7 +366,7 @@ def _open_output(dest: Path):
         dest.parent.mkdir(parents=True, exist_ok=True)
         return dest.open("w", encoding="utf-8", newline="\n")
     except OSError as exc:
-        _fail(f"{dest}: cannot write the report ({exc.strerror})")
+        fail(f"{dest}: cannot write the report ({exc.strerror})")
 
 
 def _write_report(dest: Path, data: bytes) -> None:
@@ -385,23 +378,21 @@ def _write_report(dest: Path, data: bytes) -> None:
         os.replace(tmp, dest)
     except OSError as exc:
         tmp.unlink(missing_ok=True)
-        _fail(f"{dest}: cannot write the report ({exc.strerror or exc})")
+        fail(f"{dest}: cannot write the report ({exc.strerror or exc})")
 
 
-def _converter(rocm_version: tuple[int, ...]):
+def _converter(rocm_version: tuple[int, ...], config):
     """The convert engine as `hipport convert` would run it here (project config, hipify-perl, extra rules),
     returning an in-memory FileResult per file; nothing is written."""
-    from hipport.config import ConfigError, find_config, load_config
     from hipport.engine import ConvertOptions, convert_source
     from hipport.hipify_perl import hipify_perl_dirs
     from hipport.model import FileResult
     from hipport.rules import RuleError, load_rules
 
     try:
-        config = load_config(find_config())
         rules = load_rules([*hipify_perl_dirs(None, False, config), *config.paths("rules")])
-    except (RuleError, ConfigError) as exc:
-        _fail(str(exc))
+    except RuleError as exc:
+        fail(str(exc))
     target = (tuple(rocm_version) + (0, 0))[:2]
     convert_options = ConvertOptions(roc=config.get("roc", False), rocm_version=target,
                                      launch_syntax=config.get("launch-syntax", "cuda"))

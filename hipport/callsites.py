@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from hipport.calls import Arg, call_args
-from hipport.scan import IDENT, PUNCT, LITERAL
 
 if TYPE_CHECKING:
     from hipport.engine import _FileConverter
@@ -28,7 +27,7 @@ def _wrap(conv: "_FileConverter", arg: Arg, before: bytes, after: bytes, cuda: s
 def rewrite_calls(conv: "_FileConverter") -> None:
     sem = conv.semantic
     tokens, src = conv.tokens, conv.src
-    kinds, starts, ends = tokens.kinds, tokens.starts, tokens.ends
+    starts, ends = tokens.starts, tokens.ends
     for i in conv.candidates:
         if conv.skip[i]:
             continue

@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from hipport import __version__
+from hipport.cli_options import cache_dir_option, config_option, fail, jobs_option
 from hipport.cache import ResultCache, rules_fingerprint
 from hipport.config import ConfigError, find_config, load_config
 from hipport.engine import NEWEST_ROCM, ConvertOptions
@@ -27,10 +28,6 @@ from hipport.summary import summarize
 EXIT_OK, EXIT_CHANGES, EXIT_USAGE, EXIT_FILES_FAILED = 0, 1, 2, 3
 _PROGRESS_MIN_FILES = 5
 
-
-def _fail(message: str) -> None:
-    click.echo(f"hipport: error: {message}", err=True)
-    sys.exit(EXIT_USAGE)
 
 
 def _interruptible(command):
@@ -87,9 +84,7 @@ def main() -> None:
 @click.option("--launch-syntax", type=click.Choice(["cuda", "hip"]),
               help="`cuda` (default) keeps `k<<<g, b>>>(...)`, which HIP-Clang accepts; `hip` writes "
                    "`hipLaunchKernelGGL(k, dim3(g), dim3(b), shm, stream, ...)`.")
-@click.option("--config", "config_path", type=click.Path(path_type=Path, dir_okay=False),
-              help="Project settings file (default: the nearest .hipport.toml, or pyproject.toml with "
-                   "[tool.hipport], from the current directory up to the repository root).")
+@config_option
 @click.option("--exclude", multiple=True, metavar="GLOB",
               help="Skip files and directories whose relative path or name matches GLOB (repeatable).")
 @click.option("--rules", "rule_dirs", multiple=True, type=click.Path(path_type=Path, file_okay=False),
@@ -110,13 +105,11 @@ def main() -> None:
                    "tree (in place: the target is rewritten, the link stays). Default: not followed, each named.")
 @click.option("--force", is_flag=True,
               help="Rewrite read-only files in place too (they stay read-only). Default: named and left alone.")
-@click.option("-j", "--jobs", type=click.IntRange(min=1), metavar="N",
-              help="Worker processes (default: the number of CPU cores; small runs use one).")
+@jobs_option
 @click.option("--no-cache", is_flag=True,
               help="Look at every file. By default a file found to need no change is remembered by its content "
                    "(and hipport's version, rules and options), so a full-tree run skips it next time.")
-@click.option("--cache-dir", type=click.Path(path_type=Path, file_okay=False), metavar="DIR",
-              help="Where that cache lives (default: $HIPPORT_CACHE_DIR, else ~/.cache/hipport).")
+@cache_dir_option
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors.")
 @click.option("-v", "--verbose", is_flag=True, help="List every changed file, every finding and every name.")
 @_interruptible
@@ -143,7 +136,7 @@ def convert(paths, output_dir, diff_mode, check, to_stdout, roc, rocm_version, l
     modes = [m for m, on in (("--output-dir", output_dir is not None), ("--diff", diff_mode),
                              ("--check", check), ("--stdout", to_stdout)) if on]
     if len(modes) > 1:
-        _fail(f"{' and '.join(modes)} cannot be combined; choose one mode")
+        fail(f"{' and '.join(modes)} cannot be combined; choose one mode")
     try:
         config = load_config(config_path if config_path is not None else find_config())
         rocm = _rocm_target(rocm_version or config.get("rocm-version"))
@@ -151,18 +144,18 @@ def convert(paths, output_dir, diff_mode, check, to_stdout, roc, rocm_version, l
         sources = collect_sources(list(paths), (*config.get("exclude", []), *exclude),
                                   follow_symlinks=follow_symlinks, report_skipped=True)
     except (RuleError, InputError, ConfigError, VersionError) as exc:
-        _fail(str(exc))
+        fail(str(exc))
     roc = roc or config.get("roc", False)
     launch_syntax = launch_syntax or config.get("launch-syntax", "cuda")
     if to_stdout and (len(sources) != 1 or not paths[0].is_file()):
-        _fail("--stdout takes exactly one source file")
+        fail("--stdout takes exactly one source file")
     if output_dir is not None:
         _check_output_dir(output_dir, paths)
     write = "outdir" if output_dir is not None else ("none" if (diff_mode or check or to_stdout) else "inplace")
     err = Console(stderr=True, quiet=quiet, highlight=False)
     suggestions = _suggestion_ids(select) if apply_suggestions else None
     if select and not apply_suggestions:
-        _fail("--select only applies with --apply-suggestions")
+        fail("--select only applies with --apply-suggestions")
     options = ConvertOptions(roc=roc, rocm_version=rocm, launch_syntax=launch_syntax, suggestions=suggestions)
 
     def emit(source, result):
@@ -221,7 +214,7 @@ def _suggestion_ids(select: tuple[str, ...]) -> frozenset:
     known = load_hazards()
     unknown = sorted(ids - set(known))
     if unknown:
-        _fail(f"--select: unknown audit rule id `{unknown[0]}` (see `hipport rules`)")
+        fail(f"--select: unknown audit rule id `{unknown[0]}` (see `hipport rules`)")
     return ids
 
 
@@ -234,11 +227,11 @@ def _rocm_target(text: str | None) -> tuple[int, int]:
 def _check_output_dir(output_dir: Path, inputs: tuple[Path, ...]) -> None:
     out = output_dir.resolve()
     if output_dir.exists() and not output_dir.is_dir():
-        _fail(f"{output_dir}: --output-dir must be a directory, and this is a file")
+        fail(f"{output_dir}: --output-dir must be a directory, and this is a file")
     for p in inputs:
         root = p.resolve()
         if root.is_dir() and (out == root or root in out.parents):
-            _fail(f"{output_dir}: --output-dir is inside the input tree {p}; choose a directory outside it")
+            fail(f"{output_dir}: --output-dir is inside the input tree {p}; choose a directory outside it")
 
 
 _LAZY_COMMANDS = {

@@ -17,7 +17,7 @@ from hipport.launch import rewrite_launches
 from hipport.macros import rewrite_conditions
 from hipport.model import Conversion, Edit, FileResult, Finding
 from hipport.rules import RuleSet
-from hipport.scan import COMMENT, IDENT, KEYWORD, LITERAL, PUNCT, Lines, Tokens, lex
+from hipport.scan import COMMENT, IDENT, KEYWORD, PUNCT, Lines, Tokens, lex
 from hipport.semantic import load_semantic, parse_version
 
 HIP_RUNTIME = b"hip/hip_runtime.h"
@@ -118,7 +118,7 @@ class _FileConverter:
 
     def _rename_identifiers(self, skip: bytearray) -> None:
         tokens, rules, roc = self.tokens, self.rules, self.options.roc
-        kinds, starts, ends, src = tokens.kinds, tokens.starts, tokens.ends, self.src
+        starts, ends, src = tokens.starts, tokens.ends, self.src
         names, namespaces = rules.names, rules.namespaces
         n = len(tokens)
         claimed = self.claimed

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from hipport.calls import matching_close, next_code, prev_code, split_args
-from hipport.scan import IDENT, KEYWORD, PUNCT
+from hipport.scan import IDENT, PUNCT
 
 if TYPE_CHECKING:
     from hipport.engine import _FileConverter

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import difflib
 import re
-import sys
 import tomllib
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import click
+
+from hipport.cli_options import fail
 
 from hipport.hipify_perl import (HEADERS_FILE, NAMES_FILE, UNSUPPORTED_SUBS, hipify_perl_dirs, read_hipify_perl,
                                  script_for, to_rule_files)
@@ -27,10 +28,6 @@ _ROC_LABELS = (("roc_added", "added in ROCm"), ("roc_changed", "changed in ROCm"
 _CUDA_LABELS = (("cuda_added", "added in CUDA"), ("cuda_changed", "changed in CUDA"),
                 ("cuda_deprecated", "deprecated in CUDA"), ("cuda_removed", "removed in CUDA"))
 
-
-def _fail(message: str, code: int = EXIT_USAGE) -> None:
-    click.echo(f"hipport: error: {message}", err=True)
-    sys.exit(code)
 
 
 def _source_options(fn):
@@ -67,7 +64,7 @@ def _load(rule_dirs, hipify_perl, no_hipify_perl, config_path) -> _Sources:
         rules = load_rules([d for _, d in layers])
         builtin = load_rules([]) if layers else rules
     except (RuleError, ConfigError) as exc:
-        _fail(str(exc))
+        fail(str(exc))
     return _Sources(rules, builtin, layers)
 
 
@@ -201,10 +198,10 @@ def show(ctx, name, rule_dirs, hipify_perl, no_hipify_perl, config_path):
         lowered = [c for c in choices if c.lower() == name.lower() and c not in close]
         close = lowered + close
         if close:
-            _fail(f"no rule for `{name}`; did you mean {', '.join(close[:5])}?", EXIT_NOT_FOUND)
+            fail(f"no rule for `{name}`; did you mean {', '.join(close[:5])}?", EXIT_NOT_FOUND)
         if hint and _RULE_ID.match(name):
-            _fail(hint, EXIT_NOT_FOUND)
-        _fail(f"no rule for `{name}` ({len(rules.names):,} CUDA names and {len(rules.headers):,} headers known; "
+            fail(hint, EXIT_NOT_FOUND)
+        fail(f"no rule for `{name}` ({len(rules.names):,} CUDA names and {len(rules.headers):,} headers known; "
               f"nothing close)", EXIT_NOT_FOUND)
 
 
@@ -273,7 +270,7 @@ def _show_name(src: _Sources, rule: NameRule) -> None:
     if rule.roc:
         echo(f"  ROC (--roc):  {rule.roc}" + (f"  ({roc_v})" if roc_v else ""))
     elif rule.hip:
-        echo(f"  ROC (--roc):  none; --roc writes the HIP name")
+        echo("  ROC (--roc):  none; --roc writes the HIP name")
     cuda_v = _versions(rule, _CUDA_LABELS)
     if cuda_v:
         echo(f"  CUDA:         {cuda_v}")
@@ -332,13 +329,13 @@ def import_hipify_perl(path, output_dir):
     try:
         parsed, digest = read_hipify_perl(path)
     except RuleError as exc:
-        _fail(str(exc))
+        fail(str(exc))
     if output_dir.exists() and not output_dir.is_dir():
-        _fail(f"{output_dir}: --output-dir must be a directory, and this is a file")
+        fail(f"{output_dir}: --output-dir must be a directory, and this is a file")
     try:
         written = to_rule_files(parsed, output_dir, str(path.resolve()), digest)
     except OSError as exc:
-        _fail(f"{output_dir}: cannot write rule files ({exc.strerror or exc})")
+        fail(f"{output_dir}: cannot write rule files ({exc.strerror or exc})")
     names, versions, headers = parsed.rule_entries()
     echo = click.echo
     echo(f"read {path} (sha256 {digest[:12]}...)")
