@@ -65,3 +65,33 @@ class FileResult:
         self.before = b""
         if self.after is not None:
             self.after = b""
+
+
+def apply_edits(src: bytes, edits: list[Edit]) -> bytes:
+    """Apply edits back to front so earlier offsets stay valid; an edit overlapping one already applied is dropped."""
+    out = []
+    pos = len(src)
+    for edit in sorted(edits, key=lambda e: (e.start, e.end), reverse=True):
+        if edit.end > pos:
+            continue
+        out.append(src[edit.end : pos])
+        out.append(edit.new)
+        pos = edit.start
+    out.append(src[:pos])
+    return b"".join(reversed(out))
+
+
+def apply_suggestions(src: bytes, findings, select: set[str] | frozenset[str] | None = None) -> bytes:
+    """Apply the edits of the findings whose rule is in ``select`` (all when empty or None). Identical edits
+    from several findings are applied once; an edit overlapping one already taken is skipped."""
+    edits: list[Edit] = []
+    seen = set()
+    for f in findings:
+        if select and f.rule_id not in select:
+            continue
+        for e in f.edits:
+            key = (e.start, e.end, e.new)
+            if key not in seen:
+                seen.add(key)
+                edits.append(e)
+    return apply_edits(src, edits)

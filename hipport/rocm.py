@@ -9,6 +9,9 @@ import subprocess
 from functools import lru_cache
 from pathlib import Path
 
+# The newest release hipport knows: the default target when the user names none and no HIP is installed.
+NEWEST_ROCM = (7, 0)
+
 _VERSION_ARG = re.compile(r"^(\d+)\.(\d+)(?:\.\d+)?$")
 
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 import bisect
 import ctypes
 from array import array
-from itertools import repeat
 from dataclasses import dataclass
+from itertools import repeat
 
 import clang.cindex as ci
 

@@ -1,6 +1,6 @@
 import pytest
 
-from hipport.engine import ConvertOptions, convert_source
+from hipport.convert import ConvertOptions, convert_source
 from hipport.rules import load_rules
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from hipport.audit import AuditOptions, apply_suggestions, audit_source
-from hipport.hazards import load_hazards, parse_version
+from hipport.audit.hazards import load_hazards, parse_version
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "audit"
 _ANNOTATION = re.compile(r"//\s*(expect|ok):\s*([a-z0-9-]+)(?:\*(\d+))?")
@@ -100,7 +100,7 @@ def test_fixed_fixture_compiles_with_hipcc(path: Path, tmp_path: Path):
     and the non-constant warpSize of ROCm 7, so the fixes are checked against the rules they claim to meet."""
     from hipcc import require_hipcc, syntax_check
 
-    from hipport.engine import ConvertOptions, convert_source
+    from hipport.convert import ConvertOptions, convert_source
     from hipport.rules import load_rules
 
     require_hipcc()

@@ -8,9 +8,9 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from hipcc import require_hipcc, syntax_check
-from hipport.engine import ConvertOptions, convert_source
+
+from hipport.convert import ConvertOptions, convert_source
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 ROOT = Path(__file__).resolve().parents[1]

@@ -134,7 +134,7 @@ def test_user_declared_cuda_looking_function_is_not_unknown(convert):
 
 
 def test_summary_drops_names_the_tree_defines(convert):
-    from hipport.summary import summarize
+    from hipport.convert.summary import summarize
 
     header = convert("#define CUDA_CHECK(x) check((x), __FILE__)\n")
     user = convert("void f() { CUDA_CHECK(cudaFree(p)); cudaNotAThing(); }\n")

@@ -5,7 +5,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from hipcc import require_hipcc, syntax_check
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -5,9 +5,9 @@ unchanged, and the HIP forms of the families Debian's HIP packages cover compile
 from pathlib import Path
 
 import pytest
-
 from hipcc import require_hipcc, syntax_check
-from hipport.engine import ConvertOptions, convert_source
+
+from hipport.convert import ConvertOptions, convert_source
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "convert"
 INPUTS = sorted(p for p in FIXTURES.glob("*.cu") if not p.name.endswith((".hip.cu", ".noop.cu")))

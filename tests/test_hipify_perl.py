@@ -7,15 +7,20 @@ import tomllib
 from pathlib import Path
 
 import pytest
+from hipify_perl_sample import SAMPLE
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from hipport import hipify_perl as hp
-from hipport.hipify_perl import (HipifyPerlError, find_hipify_perl, hipify_perl_rules_dir, parse_hipify_perl,
-                                 read_hipify_perl, to_rule_files)
+from hipport.hipify_perl import (
+    HipifyPerlError,
+    find_hipify_perl,
+    hipify_perl_rules_dir,
+    parse_hipify_perl,
+    read_hipify_perl,
+    to_rule_files,
+)
 from hipport.rules import _parse_rules, load_rules
-
-from hipify_perl_sample import SAMPLE
 
 
 @pytest.fixture(autouse=True)
@@ -297,7 +302,7 @@ def _script_from(rules) -> str:
 
 
 def test_a_hipify_perl_that_agrees_with_the_bundled_tables_changes_nothing(tmp_path):
-    from hipport.engine import ConvertOptions, convert_source
+    from hipport.convert import ConvertOptions, convert_source
 
     builtin = load_rules([], use_cache=False)
     parsed = parse_hipify_perl(_script_from(builtin))

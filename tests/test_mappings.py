@@ -1,6 +1,6 @@
 """The whole generated mapping set, applied by the engine: every CUDA name with a HIP name becomes it."""
 
-from hipport.engine import ConvertOptions, convert_source
+from hipport.convert import ConvertOptions, convert_source
 
 
 def _renamed(rules, roc):

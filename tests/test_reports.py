@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from hipport.audit import AuditOptions, audit_source
-from hipport.engine import ConvertOptions, convert_source
-from hipport.hazards import load_hazards
+from hipport.audit.hazards import load_hazards
+from hipport.convert import ConvertOptions, convert_source
 from hipport.report import render
 from hipport.report.model import AuditReport, file_report, readiness, rule_table
 

@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 
 import hipport.files as files
-from hipport.engine import ConvertOptions
+from hipport.convert import ConvertOptions
+from hipport.convert.runner import Interrupted, convert_one, convert_tree
 from hipport.files import collect_sources, remove_stale_temps
-from hipport.runner import Interrupted, convert_one, convert_tree
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "examples" / "cuda"

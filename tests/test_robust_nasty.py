@@ -19,10 +19,10 @@ from pathlib import Path
 
 import pytest
 
-import hipport.runner as runner
-from hipport.engine import ConvertOptions
+import hipport.convert.runner as runner
+from hipport.convert import ConvertOptions
+from hipport.convert.runner import convert_tree
 from hipport.files import collect_sources, show
-from hipport.runner import convert_tree
 
 REPO = Path(__file__).resolve().parents[1]
 CORPUS = REPO / "tests" / "nasty" / "files"

@@ -21,7 +21,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import hipport.rules as rules_mod
-from hipport.engine import ConvertOptions, _FileConverter, apply_edits, convert_source
+from hipport.convert import ConvertOptions, convert_source
+from hipport.convert.context import ConversionContext
+from hipport.convert.engine import run_passes
+from hipport.model import apply_edits
 from hipport.rules import RuleError, load_rules
 from hipport.scan import COMMENT, IDENT, LITERAL, lex
 
@@ -116,8 +119,8 @@ def test_convert_never_raises_is_idempotent_and_touches_only_code(src):
     full = src
     src = src[len(bom):]
     try:
-        conv = _FileConverter("<gen>", src, _RULES, options)
-        result = conv.run()
+        conv = ConversionContext("<gen>", src, _RULES, options)
+        result = run_passes(conv)
     except Exception as exc:  # noqa: BLE001 - the property is "never raises"
         pytest.fail(f"convert raised {type(exc).__name__}: {exc}\n{src!r}")
     assert result.after == apply_edits(src, conv.edits)

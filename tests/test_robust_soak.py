@@ -6,7 +6,7 @@ import gc
 import time
 from pathlib import Path
 
-from hipport.engine import ConvertOptions, convert_source
+from hipport.convert import ConvertOptions, convert_source
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "cuda"
 ROUNDS, WARM_UP = 100, 10

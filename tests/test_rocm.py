@@ -1,11 +1,10 @@
 """ROCm targeting: version detection and the installed header layout."""
 
-from pathlib import Path
 
 import pytest
 
 from hipport import rocm
-from hipport.engine import ConvertOptions, convert_source
+from hipport.convert import ConvertOptions, convert_source
 
 
 @pytest.fixture

@@ -8,7 +8,6 @@ import tomllib
 from pathlib import Path
 
 import pytest
-
 from hipify_perl_sample import SAMPLE
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -251,7 +250,7 @@ def test_show_unknown_name_suggests_close_matches(env):
 
 def test_show_falls_back_to_audit_rule_ids(env):
     try:
-        from hipport.hazards import load_hazards
+        from hipport.audit.hazards import load_hazards
         ids = sorted(load_hazards())
     except Exception:
         pytest.skip("no hazard rules to describe")

@@ -7,8 +7,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from hipport.audit import apply_suggestions, audit_source  # noqa: E402
 from test_audit import FILES, options_of, rule_of  # noqa: E402
+
+from hipport.audit import apply_suggestions, audit_source  # noqa: E402
 
 for path in FILES:
     if len(sys.argv) > 1 and path.name not in sys.argv[1:]:

@@ -18,8 +18,15 @@ from pygments import highlight
 from pygments.formatters import HtmlFormatter
 from pygments.lexers import CudaLexer
 
-from hipport.report.model import (READINESS_DEFINITION, SEVERITY_ORDER, SEVERITY_WEIGHT, AuditReport, FileReport,
-                                  FindingReport, percent)
+from hipport.report.model import (
+    READINESS_DEFINITION,
+    SEVERITY_ORDER,
+    SEVERITY_WEIGHT,
+    AuditReport,
+    FileReport,
+    FindingReport,
+    percent,
+)
 
 SEV_COLOUR = {"error": "#c62828", "warning": "#e67700", "info": "#1769aa"}
 AUTO_COLOUR = "#2e7d32"

@@ -5,7 +5,13 @@ from __future__ import annotations
 
 import json
 
-from hipport.report.model import READINESS_DEFINITION, SEVERITY_ORDER, SEVERITY_WEIGHT, AuditReport, FileReport
+from hipport.report.model import (
+    READINESS_DEFINITION,
+    SEVERITY_ORDER,
+    SEVERITY_WEIGHT,
+    AuditReport,
+    FileReport,
+)
 
 SCHEMA = "hipport-audit/1"
 

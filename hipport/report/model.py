@@ -243,7 +243,7 @@ def count_lines(src: bytes) -> int:
 
 def suggestion_hunk(src: bytes, finding: Finding) -> list[str]:
     """The finding's edits as a unified-diff hunk over the lines they touch (empty when it has none)."""
-    from hipport.audit import apply_suggestions
+    from hipport.model import apply_suggestions
 
     if not finding.edits:
         return []
@@ -285,7 +285,7 @@ def file_report(path: Path, src: bytes, findings: list[Finding], conversion: Fil
     """One file's record. ``findings`` are the audit's (after baseline and suppressions); ``conversion`` is the
     in-memory result of the convert engine on the same bytes, whose own findings join the list when
     ``convert_findings``."""
-    from hipport.runner import unified_diff
+    from hipport.diffs import unified_diff
 
     report = FileReport(str(path), display_uri(path), count_lines(src), len(src))
     text_lines = src.split(b"\n")

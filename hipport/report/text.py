@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.markup import escape
 
-from hipport.summary import Summary
+from hipport.convert.summary import Summary
 
 _LIST_LIMIT = 20
 

@@ -80,10 +80,10 @@ if __name__ == "__main__":
     write(FILES)
     if "--expected" in sys.argv:
         sys.path.insert(0, str(HERE.parents[1]))
+        from hipport.convert import ConvertOptions
+        from hipport.convert.runner import convert_one
         from hipport.files import collect_sources
         from hipport.rules import load_rules
-        from hipport.runner import convert_one
-        from hipport.engine import ConvertOptions
 
         rules = load_rules()
         for source in collect_sources([FILES]):

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from hipport.rules import RuleError, builtin_rules_dir
+
 SEVERITIES = ("info", "warning", "error")
 SEVERITY_RANK = {s: i for i, s in enumerate(SEVERITIES)}
 CONFIDENCES = ("low", "medium", "high")
@@ -78,13 +80,13 @@ class Hazard:
 
 
 def _hazard_dir() -> Path:
-    # Installed: hipport/rules/hazards; in the repository: rules/hazards next to the package.
-    here = Path(__file__).resolve().parent
-    for candidate in (here / "rules" / "hazards", here.parent / "rules" / "hazards"):
-        if candidate.is_dir():
-            return candidate
-    raise HazardError(f"hazard rules not found (looked for {here / 'rules' / 'hazards'} and "
-                      f"{here.parent / 'rules' / 'hazards'})")
+    try:
+        candidate = builtin_rules_dir() / "hazards"
+    except RuleError as exc:
+        raise HazardError(str(exc)) from None
+    if not candidate.is_dir():
+        raise HazardError(f"{candidate}: the bundled hazard rules are missing; reinstall hipport")
+    return candidate
 
 
 def _load_one(path: Path) -> Hazard:

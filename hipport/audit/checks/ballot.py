@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
-from hipport.checks.common import (BALLOTS, enclosing_calls, is_32bit_type, statement_start, type_span,
-                                   user_defined)
-from hipport.checks.context import IDENT, Context
+from hipport.audit.checks.common import (
+    BALLOTS,
+    enclosing_calls,
+    is_32bit_type,
+    statement_start,
+    type_span,
+    user_defined,
+)
+from hipport.audit.checks.context import IDENT, Context
 
 RULE = "ballot-32bit"
 BIT32 = {b"__popc": "__popcll", b"__ffs": "__ffsll", b"__clz": "__clzll", b"__brev": "__brevll"}

@@ -1,5 +1,5 @@
 """`hipport audit`: the click command. Options, file selection, output, baselines and exit codes only; the
-checks live in hipport.audit and hipport.checks."""
+checks live in hipport.audit and hipport.audit.checks."""
 
 from __future__ import annotations
 
@@ -16,14 +16,26 @@ from pathlib import Path
 import click
 
 from hipport.audit import DEFAULT_ARCHS, NEWEST_ROCM, AuditOptions, audit_source
-from hipport.cli_options import cache_dir_option, config_option, fail, jobs_option
+from hipport.audit.hazards import (
+    SEVERITIES,
+    SEVERITY_RANK,
+    HazardError,
+    load_hazards,
+    parse_version,
+)
 from hipport.cache import ResultCache, rules_fingerprint
+from hipport.cli.options import cache_dir_option, config_option, fail, jobs_option
 from hipport.config import ConfigError, find_config, load_config
-from hipport.runner import PARALLEL_MIN_FILES, default_jobs
+from hipport.convert.runner import PARALLEL_MIN_FILES, default_jobs
 from hipport.files import InputError, collect_sources
-from hipport.hazards import SEVERITIES, SEVERITY_RANK, HazardError, load_hazards, parse_version
 from hipport.report import DEFAULT_NAMES, REPORT_FORMATS, render
-from hipport.report.model import AuditReport, failed_file, file_report, rule_table, suggestion_hunk
+from hipport.report.model import (
+    AuditReport,
+    failed_file,
+    file_report,
+    rule_table,
+    suggestion_hunk,
+)
 from hipport.scan import LexError
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_FILES_FAILED = 0, 1, 2, 3
@@ -384,7 +396,7 @@ def _write_report(dest: Path, data: bytes) -> None:
 def _converter(rocm_version: tuple[int, ...], config):
     """The convert engine as `hipport convert` would run it here (project config, hipify-perl, extra rules),
     returning an in-memory FileResult per file; nothing is written."""
-    from hipport.engine import ConvertOptions, convert_source
+    from hipport.convert import ConvertOptions, convert_source
     from hipport.hipify_perl import hipify_perl_dirs
     from hipport.model import FileResult
     from hipport.rules import RuleError, load_rules

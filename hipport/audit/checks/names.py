@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hipport.checks.context import IDENT, KEYWORD, Context
+from hipport.audit.checks.context import IDENT, KEYWORD, Context
 
 RULE = "hip-name-collision"
 _BUILTINS = {b"__lane_id", b"warpSize", b"__shfl", b"__shfl_up", b"__shfl_down", b"__shfl_xor", b"__ballot",

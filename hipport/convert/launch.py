@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from hipport.calls import matching_close, next_code, prev_code, split_args
+from hipport.convert.calls import matching_close, next_code, prev_code, split_args
 from hipport.scan import IDENT, PUNCT
 
 if TYPE_CHECKING:
-    from hipport.engine import _FileConverter
+    from hipport.convert.context import ConversionContext
 
 
 def _is(tokens, i: int, text: bytes) -> bool:
@@ -69,7 +69,7 @@ def _is_dim3(tokens, arg) -> bool:
     return _is(tokens, paren, b"(") and matching_close(tokens, paren) == arg.last - 1
 
 
-def rewrite_launches(conv: "_FileConverter") -> None:
+def rewrite_launches(conv: "ConversionContext") -> None:
     tokens = conv.tokens
     n = len(tokens)
     i = 0
@@ -81,7 +81,7 @@ def rewrite_launches(conv: "_FileConverter") -> None:
         i = found if found else i + 2
 
 
-def _launch(conv: "_FileConverter", lt: int) -> int | None:
+def _launch(conv: "ConversionContext", lt: int) -> int | None:
     tokens = conv.tokens
     n = len(tokens)
     # Find the `>>>` closing this configuration at bracket depth 0.

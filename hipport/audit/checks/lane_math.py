@@ -4,9 +4,25 @@ from __future__ import annotations
 
 import re
 
-from hipport.checks.common import (_ASSIGN, _OPERAND_END, _OPERAND_START, const_context, enclosing_open,
-                                   operand_before, statement_end, statement_start, thread_derived)
-from hipport.checks.context import IDENT, LANE_FUNCS, LITERAL, THREAD_INDEX, Context, int_value
+from hipport.audit.checks.common import (
+    _ASSIGN,
+    _OPERAND_END,
+    _OPERAND_START,
+    const_context,
+    enclosing_open,
+    operand_before,
+    statement_end,
+    statement_start,
+    thread_derived,
+)
+from hipport.audit.checks.context import (
+    IDENT,
+    LANE_FUNCS,
+    LITERAL,
+    THREAD_INDEX,
+    Context,
+    int_value,
+)
 
 RULE = "lane-math-32"
 WARP_CONST_NAME = re.compile(rb"(?i)^(?:k_?|c_?|g_?)?(?:warp_?size|warp_?sz|warp_?lanes|warp_?width|"

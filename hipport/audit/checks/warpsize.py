@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from hipport.checks.common import const_context, enclosing_open, statement_start
-from hipport.checks.context import IDENT, Context
+from hipport.audit.checks.common import const_context, enclosing_open, statement_start
+from hipport.audit.checks.context import IDENT, Context
 
 RULE = "warpsize-constexpr"
 

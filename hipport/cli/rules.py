@@ -11,10 +11,16 @@ from pathlib import Path
 
 import click
 
-from hipport.cli_options import fail
-
-from hipport.hipify_perl import (HEADERS_FILE, NAMES_FILE, UNSUPPORTED_SUBS, hipify_perl_dirs, read_hipify_perl,
-                                 script_for, to_rule_files)
+from hipport.cli.options import fail
+from hipport.hipify_perl import (
+    HEADERS_FILE,
+    NAMES_FILE,
+    UNSUPPORTED_SUBS,
+    hipify_perl_dirs,
+    read_hipify_perl,
+    script_for,
+    to_rule_files,
+)
 from hipport.rules import NameRule, RuleError, RuleSet, builtin_rules_dir, load_rules
 
 EXIT_OK, EXIT_NOT_FOUND, EXIT_USAGE = 0, 1, 2
@@ -206,14 +212,9 @@ def show(ctx, name, rule_dirs, hipify_perl, no_hipify_perl, config_path):
 
 
 def _describe_audit_rule(rule_id: str) -> tuple[str | None, str | None]:
-    """(description, None) from hipport.audit.describe_rule when it knows ``rule_id``; else (None, its hint)."""
-    try:
-        from hipport.audit import describe_rule
-    except Exception:  # no audit module, or one that does not import: the hazard data's own describer, if any
-        try:
-            from hipport.hazards import describe_rule
-        except Exception:
-            return None, None
+    """(description, None) when the audit knows ``rule_id``; else (None, its hint)."""
+    from hipport.audit import describe_rule
+
     try:
         text = describe_rule(rule_id)
     except KeyError as exc:

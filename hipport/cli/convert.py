@@ -1,29 +1,39 @@
-"""The `hipport` command line: options, file selection, modes and exit codes. Porting logic lives elsewhere."""
+"""`hipport convert`: options, file selection, modes and exit codes around the convert runner."""
 
 from __future__ import annotations
 
 import contextlib
 import functools
-import importlib
 import sys
 from pathlib import Path
 
 import click
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+)
 
-from hipport import __version__
-from hipport.cli_options import cache_dir_option, config_option, fail, jobs_option
 from hipport.cache import ResultCache, rules_fingerprint
+from hipport.cli.options import cache_dir_option, config_option, fail, jobs_option
 from hipport.config import ConfigError, find_config, load_config
-from hipport.engine import NEWEST_ROCM, ConvertOptions
-from hipport.rocm import VersionError, detect_installed, parse_rocm_version
+from hipport.convert import ConvertOptions
+from hipport.convert.runner import (
+    Interrupted,
+    convert_tree,
+    default_jobs,
+    signals_handled,
+)
+from hipport.convert.summary import summarize
+from hipport.diffs import unified_diff
 from hipport.files import InputError, collect_sources
 from hipport.hipify_perl import hipify_perl_dirs
-from hipport.rules import RuleError, load_rules
-from hipport.runner import Interrupted, convert_tree, default_jobs, signals_handled, unified_diff
 from hipport.report.text import render_summary
-from hipport.summary import summarize
+from hipport.rocm import NEWEST_ROCM, VersionError, detect_installed, parse_rocm_version
+from hipport.rules import RuleError, load_rules
 
 EXIT_OK, EXIT_CHANGES, EXIT_USAGE, EXIT_FILES_FAILED = 0, 1, 2, 3
 _PROGRESS_MIN_FILES = 5
@@ -49,26 +59,7 @@ def _interruptible(command):
     return run
 
 
-class _LazyGroup(click.Group):
-    """Subcommands imported only when used: `convert` (the pre-commit path) never loads the audit checks."""
-
-    def list_commands(self, ctx):
-        return sorted({*super().list_commands(ctx), *_LAZY_COMMANDS})
-
-    def get_command(self, ctx, name):
-        if name in _LAZY_COMMANDS:
-            module, attr = _LAZY_COMMANDS[name]
-            return getattr(importlib.import_module(module), attr)
-        return super().get_command(ctx, name)
-
-
-@click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, prog_name="hipport")
-def main() -> None:
-    """Port CUDA sources to HIP and flag what renaming alone cannot fix."""
-
-
-@main.command()
+@click.command("convert")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--output-dir", "-o", type=click.Path(path_type=Path, file_okay=False),
               help="Write converted files under DIR, mirroring the input tree; sources are not touched. "
@@ -157,6 +148,13 @@ def convert(paths, output_dir, diff_mode, check, to_stdout, roc, rocm_version, l
     if select and not apply_suggestions:
         fail("--select only applies with --apply-suggestions")
     options = ConvertOptions(roc=roc, rocm_version=rocm, launch_syntax=launch_syntax, suggestions=suggestions)
+    post = None
+    if suggestions is not None:
+        from hipport.audit.suggest import (
+            fixer,  # only when asked: the audit parses ASTs
+        )
+
+        post = fixer(rocm, suggestions)
 
     def emit(source, result):
         if diff_mode and result.error is None:
@@ -183,10 +181,10 @@ def convert(paths, output_dir, diff_mode, check, to_stdout, roc, rocm_version, l
                 progress.advance(task)
 
             results = convert_tree(sources, rules, options, write=write, output_dir=output_dir, on_result=step,
-                                   jobs=jobs or default_jobs(), force=force, cache=cache)
+                                   jobs=jobs or default_jobs(), force=force, cache=cache, post=post)
     else:
         results = convert_tree(sources, rules, options, write=write, output_dir=output_dir, on_result=emit,
-                               jobs=jobs or default_jobs(), force=force, cache=cache)
+                               jobs=jobs or default_jobs(), force=force, cache=cache, post=post)
     sys.stdout.flush()
     summary = summarize(results)
     if not to_stdout or verbose:
@@ -208,7 +206,7 @@ def convert(paths, output_dir, diff_mode, check, to_stdout, roc, rocm_version, l
 
 
 def _suggestion_ids(select: tuple[str, ...]) -> frozenset:
-    from hipport.hazards import load_hazards
+    from hipport.audit.hazards import load_hazards
 
     ids = frozenset(i.strip() for group in select for i in group.split(",") if i.strip())
     known = load_hazards()
@@ -232,10 +230,3 @@ def _check_output_dir(output_dir: Path, inputs: tuple[Path, ...]) -> None:
         root = p.resolve()
         if root.is_dir() and (out == root or root in out.parents):
             fail(f"{output_dir}: --output-dir is inside the input tree {p}; choose a directory outside it")
-
-
-_LAZY_COMMANDS = {
-    "audit": ("hipport.audit_cli", "audit"),
-    "rules": ("hipport.rules_cli", "rules"),
-    "init": ("hipport.init_cli", "init"),
-}

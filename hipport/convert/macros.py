@@ -5,17 +5,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from hipport.calls import next_code, prev_code
+from hipport.convert.calls import next_code, prev_code
 from hipport.scan import IDENT
 
 if TYPE_CHECKING:
-    from hipport.engine import _FileConverter
+    from hipport.convert.context import ConversionContext
 
 _CONDITIONS = {b"if", b"elif", b"ifdef", b"ifndef", b"elifdef", b"elifndef"}
 _PRESENCE_DIRECTIVES = {b"ifdef", b"ifndef", b"elifdef", b"elifndef"}
 
 
-def rewrite_conditions(conv: "_FileConverter") -> None:
+def rewrite_conditions(conv: "ConversionContext") -> None:
     sem = conv.semantic
     tokens = conv.tokens
     for d in conv.structure.directives:

@@ -5,7 +5,15 @@ from __future__ import annotations
 
 import re
 
-from hipport.checks.context import COMMENT, IDENT, KEYWORD, LITERAL, PUNCT, Context, int_value
+from hipport.audit.checks.context import (
+    COMMENT,
+    IDENT,
+    KEYWORD,
+    LITERAL,
+    PUNCT,
+    Context,
+    int_value,
+)
 
 SYNC_BUILTINS = {
     b"__shfl_sync", b"__shfl_up_sync", b"__shfl_down_sync", b"__shfl_xor_sync", b"__ballot_sync", b"__any_sync",
@@ -265,7 +273,7 @@ def operand_mentions(ctx: Context, first: int, last: int, names: set[bytes]) -> 
 def thread_derived(ctx: Context, fn) -> set[bytes]:
     """Variables of ``fn`` whose value is computed from the thread index (`tid = threadIdx.x`,
     `i = blockIdx.x * blockDim.x + threadIdx.x`, `lane = tid & 31`), not loaded from memory."""
-    from hipport.checks.context import LANE_FUNCS, THREAD_INDEX
+    from hipport.audit.checks.context import LANE_FUNCS, THREAD_INDEX
 
     seeds = THREAD_INDEX | LANE_FUNCS
     derived: set[bytes] = set()

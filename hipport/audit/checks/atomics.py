@@ -3,8 +3,8 @@
 
 from __future__ import annotations
 
-from hipport.checks.common import user_defined
-from hipport.checks.context import COMMENT, IDENT, Allocation, Context
+from hipport.audit.checks.common import user_defined
+from hipport.audit.checks.context import COMMENT, IDENT, Allocation, Context
 
 SYSTEM = "atomic-system-scope"
 FLOAT = "atomic-float-add"

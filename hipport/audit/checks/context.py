@@ -7,8 +7,8 @@ import re
 from dataclasses import dataclass, field
 
 from hipport import directives as dirs
-from hipport.checks import clangparse
-from hipport.hazards import SEVERITY_RANK, Hazard, wave_size
+from hipport.audit.checks import clangparse
+from hipport.audit.hazards import SEVERITY_RANK, Hazard, wave_size
 from hipport.model import Edit, Finding
 from hipport.scan import COMMENT, IDENT, KEYWORD, LITERAL, PUNCT, Lines, lex
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from hipport.checks.context import IDENT, LITERAL, Context, int_value
-from hipport.hazards import wave_size
+from hipport.audit.checks.context import IDENT, LITERAL, Context, int_value
+from hipport.audit.hazards import wave_size
 
 RULE = "cg-tile-size"
 _TILES = {b"tiled_partition", b"thread_block_tile"}

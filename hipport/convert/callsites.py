@@ -5,26 +5,26 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from hipport.calls import Arg, call_args
+from hipport.convert.calls import Arg, call_args
 
 if TYPE_CHECKING:
-    from hipport.engine import _FileConverter
+    from hipport.convert.context import ConversionContext
 
 _ALREADY_WRAPPED = (b"HIP_SYMBOL", b"reinterpret_cast", b"static_cast", b"(void", b"(const", b"(void*")
 
 
-def _arg_text(conv: "_FileConverter", arg: Arg) -> bytes:
+def _arg_text(conv: "ConversionContext", arg: Arg) -> bytes:
     return conv.src[arg.start : arg.end]
 
 
-def _wrap(conv: "_FileConverter", arg: Arg, before: bytes, after: bytes, cuda: str, category: str) -> None:
+def _wrap(conv: "ConversionContext", arg: Arg, before: bytes, after: bytes, cuda: str, category: str) -> None:
     if arg.first == arg.last:
         return
     conv.convert(arg.start, arg.start, before, cuda, category)
     conv.edits_only(arg.end, arg.end, after)
 
 
-def rewrite_calls(conv: "_FileConverter") -> None:
+def rewrite_calls(conv: "ConversionContext") -> None:
     sem = conv.semantic
     tokens, src = conv.tokens, conv.src
     starts, ends = tokens.starts, tokens.ends
@@ -59,7 +59,7 @@ def rewrite_calls(conv: "_FileConverter") -> None:
                 _wrap(conv, args[pos], b"reinterpret_cast<const void*>(", b")", name, "argument")
 
 
-def _mask_kind(conv: "_FileConverter", arg: Arg) -> str:
+def _mask_kind(conv: "ConversionContext", arg: Arg) -> str:
     """"full32", "full64" or "other" for a mask argument; a macro defined in this file counts by its value."""
     sem = conv.semantic
     text = b"".join(conv.tokens.text(k) for k in range(arg.first, arg.last)).decode("latin-1")
@@ -73,7 +73,7 @@ def _mask_kind(conv: "_FileConverter", arg: Arg) -> str:
     return "other"
 
 
-def _warp_sync(conv: "_FileConverter", i: int, name: str) -> None:
+def _warp_sync(conv: "ConversionContext", i: int, name: str) -> None:
     sem = conv.semantic
     tokens = conv.tokens
     found = call_args(tokens, i)

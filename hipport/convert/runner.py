@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import difflib
 import errno
 import multiprocessing
 import multiprocessing.pool
@@ -15,12 +14,27 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 from hipport.cache import ResultCache
-from hipport.engine import ConvertOptions, convert_source
-from hipport.files import (InputError, Source, binary_reason, critical, defer_signal, is_read_only,
-                           on_deferred_signal, read_source, remove_stale_temps, show, write_atomic)
+from hipport.convert.context import ConvertOptions
+from hipport.convert.engine import convert_source
+from hipport.files import (
+    InputError,
+    Source,
+    binary_reason,
+    critical,
+    defer_signal,
+    is_read_only,
+    on_deferred_signal,
+    read_source,
+    remove_stale_temps,
+    show,
+    write_atomic,
+)
 from hipport.model import FileResult
 from hipport.rules import RuleSet
 from hipport.scan import LexError
+
+# A step run on each converted result before it is cached or written; it must be picklable (worker processes).
+PostStep = Callable[[FileResult], None]
 
 
 
@@ -51,9 +65,10 @@ def _read_error(path: Path, exc: OSError) -> str:
 
 
 def convert_one(source: Source, rules: RuleSet, options: ConvertOptions,
-                cache: ResultCache | None = None) -> tuple[FileResult, object]:
+                cache: ResultCache | None = None, post: PostStep | None = None) -> tuple[FileResult, object]:
     """Convert one file; a file that cannot be read, is binary or cannot be lexed comes back with ``error`` set
-    (a one-line message naming it), never raises."""
+    (a one-line message naming it), never raises. ``post``, when given, works on the converted result before it
+    is cached or written (the audit's suggested patches, wired in by the command line)."""
     path = str(source.path)
     if source.skip is not None:
         return FileResult(path, b"", None, error=source.skip), None
@@ -73,6 +88,8 @@ def convert_one(source: Source, rules: RuleSet, options: ConvertOptions,
         return FileResult(path, src, src, findings=findings, unknown=unknown, defines=defines), st
     try:
         result = convert_source(src, rules, options, path)
+        if post is not None:
+            post(result)
     except LexError as exc:
         return FileResult(path, src, None, error=f"{show(path)}: {exc}; file left unchanged"), st
     except Exception as exc:  # an engine bug must cost one file, not the run
@@ -82,22 +99,6 @@ def convert_one(source: Source, rules: RuleSet, options: ConvertOptions,
         # Only files with nothing to change are remembered: a changed file is written now and is one next time.
         cache.put(key, (result.findings, result.unknown, result.defines))
     return result, st
-
-
-def unified_diff(result: FileResult, label: str) -> bytes:
-    if not result.changed:
-        return b""
-    lines = difflib.diff_bytes(
-        difflib.unified_diff,
-        result.before.splitlines(keepends=True),
-        result.after.splitlines(keepends=True),
-        fromfile=(label if label.startswith("/") else f"a/{label}").encode(),
-        tofile=(label if label.startswith("/") else f"b/{label}").encode(),
-    )
-    out = []
-    for line in lines:
-        out.append(line if line.endswith(b"\n") else line + b"\n\\ No newline at end of file\n")
-    return b"".join(out)
 
 
 # Below this many files a worker pool costs more to start than it saves.
@@ -112,8 +113,8 @@ def default_jobs() -> int:
 
 
 def _process(source: Source, rules: RuleSet, options: ConvertOptions, write: str,
-             output_dir: Path | None, force: bool = False, stop=None, cache=None) -> FileResult | None:
-    result, st = convert_one(source, rules, options, cache)
+             output_dir: Path | None, force: bool = False, stop=None, cache=None, post=None) -> FileResult | None:
+    result, st = convert_one(source, rules, options, cache, post)
     if result.error is not None or write == "none":
         return result
     if stop is not None and stop.is_set():
@@ -159,8 +160,8 @@ def _init_worker(state: tuple) -> None:
 
 
 def _work(batch: list[Source]) -> list[FileResult | None]:
-    rules, options, write, output_dir, force, stop, cache = _worker_state
-    return [None if stop.is_set() else _process(source, rules, options, write, output_dir, force, stop, cache)
+    rules, options, write, output_dir, force, stop, cache, post = _worker_state
+    return [None if stop.is_set() else _process(source, rules, options, write, output_dir, force, stop, cache, post)
             for source in batch]
 
 
@@ -211,6 +212,7 @@ def convert_tree(
     jobs: int = 1,
     force: bool = False,
     cache: ResultCache | None = None,
+    post: PostStep | None = None,
 ) -> list[FileResult]:
     """Convert every source; results come back in input order whatever ``jobs`` is, so output is identical.
 
@@ -223,10 +225,11 @@ def convert_tree(
         try:
             remove_stale_temps(_stale_temp_dirs(sources, write, output_dir))
             if jobs > 1 and len(sources) >= PARALLEL_MIN_FILES:
-                _convert_parallel(sources, rules, options, write, output_dir, on_result, jobs, force, results, cache)
+                _convert_parallel(sources, rules, options, write, output_dir, on_result, jobs, force, results, cache,
+                                  post)
                 return results
             for source in sources:
-                result = _process(source, rules, options, write, output_dir, force, cache=cache)
+                result = _process(source, rules, options, write, output_dir, force, cache=cache, post=post)
                 results.append(result)
                 if on_result is not None:
                     on_result(source, result)
@@ -304,7 +307,7 @@ def _abandon(pool, stop, it, pids: set, done: int, total: int) -> None:  # done,
 
 
 def _convert_parallel(sources, rules, options, write, output_dir, on_result, jobs, force, results,
-                      cache=None) -> None:
+                      cache=None, post=None) -> None:
     # fork shares the loaded rule index with the workers instead of pickling it to each.
     context = multiprocessing.get_context("fork")
     chunk = max(1, min(32, len(sources) // (jobs * 8)))
@@ -314,7 +317,7 @@ def _convert_parallel(sources, rules, options, write, output_dir, on_result, job
     signal.pthread_sigmask(signal.SIG_BLOCK, _SIGNALS)
     try:
         pool = context.Pool(jobs, initializer=_init_worker,
-                            initargs=((rules, options, write, output_dir, force, stop, cache),))
+                            initargs=((rules, options, write, output_dir, force, stop, cache, post),))
     finally:
         signal.pthread_sigmask(signal.SIG_UNBLOCK, _SIGNALS)
     pids = _worker_pids(pool)

@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
-from hipport.checks.common import (BALLOTS, SYNC_BUILTINS, is_32bit_type, is_full_mask32, is_lane_like,
-                                   type_span, user_defined)
-from hipport.checks.context import COMMENT, IDENT, LITERAL, Context, int_value
+from hipport.audit.checks.common import (
+    BALLOTS,
+    SYNC_BUILTINS,
+    is_32bit_type,
+    is_full_mask32,
+    is_lane_like,
+    type_span,
+    user_defined,
+)
+from hipport.audit.checks.context import COMMENT, IDENT, LITERAL, Context, int_value
 
 RULE = "warp-mask-32bit"
 FULL64 = "0xffffffffffffffffull"

@@ -1,4 +1,4 @@
-"""`hipport audit`: wave64, mask, warpSize and atomics hazards in CUDA or HIP sources, each finding with a
+"""The audit of one file: wave64, mask, warpSize and atomics hazards in CUDA or HIP sources, each finding with a
 suggested fix where one can be given. Never writes sources; `apply_suggestions` returns new bytes."""
 
 from __future__ import annotations
@@ -6,16 +6,25 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from hipport.checks import atomics, ballot, builtins, coop_groups, inline_ptx, lane_math, masks, names
-from hipport.checks import warp_loops, warpsize
-from hipport.checks.context import Context
-from hipport.hazards import describe_rule, load_hazards  # noqa: F401  (describe_rule is part of this API)
-from hipport.engine import apply_edits
-from hipport.model import Edit, Finding
+from hipport.audit.checks import (
+    atomics,
+    ballot,
+    builtins,
+    coop_groups,
+    inline_ptx,
+    lane_math,
+    masks,
+    names,
+    warp_loops,
+    warpsize,
+)
+from hipport.audit.checks.context import Context
+from hipport.audit.hazards import load_hazards
+from hipport.model import Finding
+from hipport.rocm import NEWEST_ROCM
 from hipport.scan import COMMENT
 
 DEFAULT_ARCHS = ("gfx90a", "gfx942", "gfx1100")  # MI200 and MI300 (wave64) and RDNA3 (wave32)
-NEWEST_ROCM = (7, 0)
 
 # Check functions in the order they run; each takes a Context and reports through it.
 CHECKS = (
@@ -70,19 +79,3 @@ def audit_source(src: bytes, path: str = "<stdin>", options: AuditOptions = Audi
         seen.add(key)
         out.append(f)
     return out
-
-
-def apply_suggestions(src: bytes, findings, select: set[str] | frozenset[str] | None = None) -> bytes:
-    """Apply the edits of the findings whose rule is in ``select`` (all when empty or None). Identical edits
-    from several findings are applied once; an edit overlapping one already taken is skipped."""
-    edits: list[Edit] = []
-    seen = set()
-    for f in findings:
-        if select and f.rule_id not in select:
-            continue
-        for e in f.edits:
-            key = (e.start, e.end, e.new)
-            if key not in seen:
-                seen.add(key)
-                edits.append(e)
-    return apply_edits(src, edits)

@@ -65,7 +65,7 @@ def init(root: Path, rocm_version, hook_repo, hook_rev, force):
       .hipport-baseline.json   today's audit findings, so the hook fails only on new ones
       .pre-commit-config.yaml  the hipport-audit hook (printed instead when the file already exists)
     """
-    from hipport.audit_cli import audit  # the baseline is the audit's own format
+    from hipport.cli.audit import audit  # the baseline is the audit's own format
 
     settings = root / ".hipport.toml"
     if settings.exists() and not force:

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from hipport import directives as dirs
-from hipport.checks.common import is_full_mask32, user_defined
-from hipport.checks.context import IDENT, Context
+from hipport.audit.checks.common import is_full_mask32, user_defined
+from hipport.audit.checks.context import IDENT, Context
 
 RULE = "warp-builtin-unavailable"
 _SYNC_TO_PLAIN = {b"__shfl_sync": "__shfl", b"__shfl_up_sync": "__shfl_up", b"__shfl_down_sync": "__shfl_down",

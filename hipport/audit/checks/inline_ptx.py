@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from hipport.checks.context import COMMENT, IDENT, KEYWORD, LITERAL, Context
+from hipport.audit.checks.context import COMMENT, IDENT, KEYWORD, LITERAL, Context
 
 RULE = "inline-ptx"
 _ASM = {b"asm", b"__asm__", b"__asm"}

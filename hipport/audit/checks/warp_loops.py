@@ -3,8 +3,8 @@ width 32, unrolled shuffle ladders that start at 16, per-lane shared arrays of 3
 
 from __future__ import annotations
 
-from hipport.checks.common import SHUFFLES, WARP_OPS, is_lane_like, user_defined
-from hipport.checks.context import COMMENT, IDENT, LITERAL, Context, int_value
+from hipport.audit.checks.common import SHUFFLES, WARP_OPS, is_lane_like, user_defined
+from hipport.audit.checks.context import COMMENT, IDENT, LITERAL, Context, int_value
 
 RULE = "warp-loop-32"
 _OFFSET_SHUFFLES = {b"__shfl_down_sync", b"__shfl_xor_sync", b"__shfl_up_sync", b"__shfl_down", b"__shfl_xor",

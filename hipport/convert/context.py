@@ -1,0 +1,124 @@
+"""The state one file's conversion shares between its passes: tokens, directives, the edits made so far and
+the result being built. Every pass takes a `ConversionContext` and reports through its methods."""
+
+from __future__ import annotations
+
+import bisect
+import re
+from dataclasses import dataclass
+
+from hipport import directives as dirs
+from hipport.model import Conversion, Edit, FileResult, Finding
+from hipport.rocm import NEWEST_ROCM
+from hipport.rules import RuleSet
+from hipport.scan import COMMENT, IDENT, Lines, Tokens, lex
+from hipport.semantic import load_semantic
+
+_SKIP_DIRECTIVES = {b"include", b"include_next", b"import", b"pragma", b"error", b"warning", b"line"}
+_BROAD_PREFIXES = ("cu", "CU", "Cu", "__", "nv", "NV")
+PREFIXED = re.compile(rb"\b(?:cu|CU|Cu|__|nv|NV)\w*")
+IDENTIFIER = re.compile(rb"\b[A-Za-z_]\w*")
+_other_names: dict[int, tuple[RuleSet, frozenset]] = {}
+
+
+@dataclass(frozen=True, slots=True)
+class ConvertOptions:
+    roc: bool = False
+    rocm_version: tuple = NEWEST_ROCM  # the ROCm release the output must build with
+    launch_syntax: str = "cuda"        # "cuda" keeps <<<>>>; "hip" writes hipLaunchKernelGGL
+    # Audit rule ids whose suggested patches are applied after conversion (None: none; empty: every rule).
+    suggestions: frozenset | None = None
+
+
+class ConversionContext:
+    def __init__(self, path: str, src: bytes, rules: RuleSet, options: ConvertOptions) -> None:
+        self.path = path
+        self.src = src
+        self.rules = rules
+        self.options = options
+        self.tokens: Tokens = lex(src)
+        self.lines = Lines(src)
+        self.structure = dirs.analyse(self.tokens, self.lines)
+        self.edits: list[Edit] = []
+        self.result = FileResult(path, src, None)
+        self.defines: set[str] = set()
+        self.semantic = load_semantic()
+        self.claimed: set[int] = set()      # token indices a semantic pass has dealt with
+        self.candidates = candidates(self.tokens, rules)
+        self.once: set[str] = set()         # per-file findings already given
+        self.macro_values: dict[str, str] = {}
+        self.skip = self._tokens_to_skip()
+
+    def finding(self, rule_id: str, severity: str, offset: int, message: str, subject: str = "") -> None:
+        line, col = self.lines.line_col(offset)
+        self.result.findings.append(Finding(rule_id, severity, line, col, message, subject=subject))
+
+    def convert(self, start: int, end: int, new: bytes, cuda: str, category: str) -> None:
+        """An edit that counts as one converted reference in the summary."""
+        self.edits.append(Edit(start, end, new))
+        self.result.conversions.append(
+            Conversion(cuda, new.decode("utf-8", "replace"), category, self.lines.line_col(start)[0])
+        )
+
+    def edits_only(self, start: int, end: int, new: bytes) -> None:
+        """A further edit belonging to a conversion already counted."""
+        self.edits.append(Edit(start, end, new))
+
+    def newline(self) -> bytes:
+        i = self.src.find(b"\n")
+        return b"\r\n" if i > 0 and self.src[i - 1] == 0x0D else b"\n"
+
+    def _tokens_to_skip(self) -> bytearray:
+        """Tokens that are never renamed: header names, pragmas and diagnostics text."""
+        skip = bytearray(len(self.tokens))
+        tokens = self.tokens
+        for d in self.structure.directives:
+            if d.name in _SKIP_DIRECTIVES:
+                for k in range(d.first, d.last):
+                    skip[k] = 1
+            elif d.name == b"define" and d.first + 2 < d.last:
+                macro = tokens.text(d.first + 2).decode("latin-1")
+                self.defines.add(macro)
+                body = b"".join(tokens.text(k) for k in range(d.first + 3, d.last) if tokens.kinds[k] != COMMENT)
+                self.macro_values[macro] = body.decode("latin-1")
+            skip[d.first + 1 if d.first + 1 < d.last else d.first] = 1  # the directive's own name
+        return skip
+
+
+def names_without_prefix(rules: RuleSet) -> frozenset:
+    """The few rule names without a CUDA prefix (`saturate`, `cub`, `make_cuComplex`, `_CUFFT_H_`)."""
+    cached = _other_names.get(id(rules))
+    if cached is not None and cached[0] is rules:
+        return cached[1]
+    sem = load_semantic()
+    names = (*rules.names, *rules.namespaces, *sem.guards, *sem.device_pass, *sem.version_macros, *sem.warp_sync)
+    others = frozenset(n.encode() for n in names if not n.startswith(_BROAD_PREFIXES))
+    _other_names[id(rules)] = (rules, others)
+    return others
+
+
+def token_at(tokens: Tokens, offset: int) -> int | None:
+    """Index of the token starting exactly at ``offset`` (None inside a comment, string or longer token)."""
+    i = bisect.bisect_left(tokens.starts, offset)
+    return i if i < len(tokens.starts) and tokens.starts[i] == offset else None
+
+
+def candidates(tokens: Tokens, rules: RuleSet) -> list[int]:
+    """Token indices of every identifier a rule could care about, found with regexes (C speed) so the Python
+    loops visit only those: names with a CUDA prefix by prefix, the few others by name when present at all."""
+    src = tokens.src
+    offsets = [m.span() for m in PREFIXED.finditer(src)]
+    present = names_without_prefix(rules).intersection(IDENTIFIER.findall(src))
+    if present:
+        alternation = b"|".join(re.escape(n) for n in sorted(present, key=len, reverse=True))
+        offsets += [m.span() for m in re.finditer(rb"\b(?:" + alternation + rb")\b", src)]
+        offsets.sort()
+    kinds, ends = tokens.kinds, tokens.ends
+    found = []
+    for start, end in offsets:
+        i = token_at(tokens, start)
+        if i is not None and kinds[i] == IDENT and ends[i] == end:
+            found.append(i)
+    return found
+
+

@@ -1,0 +1,68 @@
+"""One file in, one FileResult out: the passes run in order over a shared `ConversionContext`.
+
+The engine knows nothing about the command line or terminals; it works on bytes so that encodings it cannot
+decode (Latin-1 comments are common in old CUDA code) pass through untouched.
+"""
+
+from __future__ import annotations
+
+import re
+
+from hipport.convert.callsites import rewrite_calls
+from hipport.convert.context import (
+    IDENTIFIER,
+    PREFIXED,
+    ConversionContext,
+    ConvertOptions,
+    names_without_prefix,
+)
+from hipport.convert.includes import insert_runtime_include, rewrite_includes
+from hipport.convert.launch import rewrite_launches
+from hipport.convert.macros import rewrite_conditions
+from hipport.convert.renames import rename_identifiers
+from hipport.model import FileResult, apply_edits
+from hipport.rules import RuleSet
+
+
+def run_passes(ctx: ConversionContext) -> FileResult:
+    rewrite_conditions(ctx)
+    rewrite_calls(ctx)
+    if ctx.options.launch_syntax == "hip":
+        rewrite_launches(ctx)
+    rename_identifiers(ctx)
+    rewrite_includes(ctx)
+    insert_runtime_include(ctx)
+    ctx.result.after = apply_edits(ctx.src, ctx.edits)
+    ctx.result.defines = ctx.defines
+    return ctx.result
+
+
+def convert_source(src: bytes, rules: RuleSet, options: ConvertOptions = ConvertOptions(),
+                   path: str = "<stdin>") -> FileResult:
+    """Convert one file's bytes. Raises scan.LexError when libclang cannot read it."""
+    if src.startswith(_BOM):
+        # A UTF-8 byte-order mark is encoding, not text: the engine sees what follows it, the mark is put back
+        # (else a directive on the first line would not be one, and an inserted include would precede the mark).
+        result = convert_source(src[len(_BOM):], rules, options, path)
+        result.before = src
+        if result.after is not None:
+            result.after = _BOM + result.after
+        return result
+    if not _may_need_work(src, rules):
+        return FileResult(path, src, src)
+    return run_passes(ConversionContext(path, src, rules, options))
+
+
+_BOM = b"\xef\xbb\xbf"
+_INCLUDE = re.compile(rb"^[ \t]*#[ \t]*include[ \t]*[<\"]([^>\"\n]+)", re.M)
+
+
+def _may_need_work(src: bytes, rules: RuleSet) -> bool:
+    """Most files of a large tree have no CUDA in them: decide that with regexes, before paying ~4 ms for libclang.
+    Anything that could matter to a rule (a CUDA-prefixed name, a known unprefixed name, a CUDA header, a launch,
+    a CUDA header-guard macro without a prefix) sends the file to the full path."""
+    if PREFIXED.search(src) or b"<<<" in src:
+        return True
+    if any(m.group(1).decode("latin-1").strip() in rules.headers for m in _INCLUDE.finditer(src)):
+        return True
+    return bool(names_without_prefix(rules).intersection(IDENTIFIER.findall(src)))

@@ -1,0 +1,72 @@
+"""The include pass: CUDA headers become HIP ones (in the installed layout), repeats are dropped, and a file with
+device code but no runtime header gets `<hip/hip_runtime.h>`."""
+
+from __future__ import annotations
+
+import re
+
+from hipport import directives as dirs
+from hipport import rocm
+from hipport.convert.context import ConversionContext, token_at
+from hipport.scan import COMMENT, IDENT, PUNCT
+
+HIP_RUNTIME = b"hip/hip_runtime.h"
+
+
+_DEVICE_CODE = re.compile(rb"\b__(?:global|device|shared)__\b|<<<")
+
+
+def rewrite_includes(ctx: ConversionContext) -> None:
+    """Map CUDA headers to HIP ones; drop an include that would repeat a HIP header already included."""
+    tokens, roc = ctx.tokens, ctx.options.roc
+    seen: dict[bytes, list[tuple]] = {}
+    ctx.has_runtime = False
+    for d in ctx.structure.directives:
+        target = dirs.include_target(tokens, d)
+        if target is None:
+            continue
+        start, end, header = target
+        rule = ctx.rules.headers.get(header.decode("latin-1"))
+        new_header = header
+        if rule is not None:
+            if rule.remove:
+                ctx.convert(d.start, d.end, b"", rule.cuda, "include")
+                continue
+            if rule.unsupported:
+                ctx.finding("unsupported-header", "warning", start, f"`{rule.cuda}`: {rule.unsupported}",
+                             subject=rule.cuda)
+                continue
+            new_header = rocm.installed_header_layout(rule.target(roc)).encode()
+            if any(block == d.block for block in seen.get(new_header, ())):
+                ctx.convert(d.start, d.end, b"", rule.cuda, "include")
+                continue
+            ctx.convert(start, end, new_header, rule.cuda, "include")
+        seen.setdefault(new_header, []).append(d.block)
+        if new_header == HIP_RUNTIME:
+            ctx.has_runtime = True
+
+
+def _has_device_code(ctx: ConversionContext) -> bool:
+    tokens = ctx.tokens
+    for m in _DEVICE_CODE.finditer(ctx.src):
+        i = token_at(tokens, m.start())
+        if i is not None and tokens.kinds[i] in (IDENT, PUNCT):
+            return True
+    return False
+
+
+def insert_runtime_include(ctx: ConversionContext) -> None:
+    if ctx.has_runtime or not _has_device_code(ctx):
+        return
+    structure = ctx.structure
+    guard = structure.guard
+    kinds = ctx.tokens.kinds
+    start_index = guard.last if guard is not None else 0
+    first = next((i for i in range(start_index, len(ctx.tokens)) if kinds[i] != COMMENT), None)
+    if first is None:
+        return
+    at = ctx.lines.line_start(ctx.tokens.starts[first])
+    if first > 0 and ctx.tokens.ends[first - 1] > at:  # a comment ends on this line: stay after it
+        at = ctx.tokens.starts[first]
+    line = b"#include <hip/hip_runtime.h>" + ctx.newline()
+    ctx.convert(at, at, line, "(device code)", "include")
