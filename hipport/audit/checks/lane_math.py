@@ -8,6 +8,7 @@ from hipport.audit.checks.common import (
     _ASSIGN,
     _OPERAND_END,
     _OPERAND_START,
+    WARP_OPS,
     const_context,
     enclosing_open,
     operand_before,
@@ -137,6 +138,7 @@ def _check_constants(ctx: Context) -> None:
             "it is used where a constant is needed, so make the warp size a template parameter or size for 64"
         ctx.report(RULE, vals[0], f"`{name.decode()}` is defined as 32; every lane and warp computed from it assumes "
                    f"32-lane warps ({how})", edits=edits, subject=name.decode())
+        _report_uses(ctx, name, vals[0], range(ctx.n))
     for i in range(ctx.n - 2):
         if ctx.kinds[i] != IDENT or ctx.in_directive[i] or not WARP_CONST_NAME.match(ctx.text[i]):
             continue
@@ -165,6 +167,36 @@ def _check_constants(ctx: Context) -> None:
             "make the warp size a template parameter chosen on the host"
         ctx.report(RULE, v, f"`{name.decode()}` is 32; every lane and warp computed from it assumes 32-lane warps "
                    f"({how})", edits=edits, subject=name.decode())
+        _report_uses(ctx, name, v, range(i + 1, fn.body[1]) if fn is not None else range(i + 1, ctx.n))
+
+
+# Where a warp-size constant of 32 turns into a lane or warp number, a per-lane array or a lane-count test.
+_USE_OPERATORS = {b"%", b"/", b"<", b"<=", b">", b">=", b"==", b"!="}
+# A "warp" of 32 that never meets a hardware warp operation is just a group of 32 threads: correct on AMD too.
+_HARDWARE_WARP = WARP_OPS | {b"__syncwarp", b"tiled_partition", b"thread_block_tile", b"shfl", b"shfl_down",
+                             b"shfl_xor", b"ballot", b"__popc", b"__ffs"}
+
+
+def _report_uses(ctx: Context, name: bytes, definition: int, where: range) -> None:
+    """Each device-code use of a warp-size constant of 32 is a place that computes with 32 lanes: the user reads
+    the kernel, not the header line that defines the constant, so say it there too (once per line)."""
+    if not ctx.words & _HARDWARE_WARP:
+        return
+    def_line = ctx.lines.line_col(ctx.starts[definition])[0]
+    flagged = {f.line for f in ctx.findings if f.rule_id == RULE}
+    for k in where:
+        if ctx.text[k] != name or ctx.in_directive[k] or not ctx.device[k] or ctx.is_decl_name(k):
+            continue
+        before, after = ctx.t(ctx.prev_code(k)), ctx.t(ctx.next_code(k))
+        if not (before in _USE_OPERATORS or after in _USE_OPERATORS or (before == b"[" and after == b"]")):
+            continue
+        line = ctx.lines.line_col(ctx.starts[k])[0]
+        if line in flagged:
+            continue
+        flagged.add(line)
+        ctx.report(RULE, k, f"`{name.decode()}` (32, line {def_line}) used as the warp size here: on a 64-lane "
+                   f"wavefront this lane, warp or size computation is wrong", confidence="medium",
+                   subject=name.decode())
 
 
 __all__ = ["check", "RULE", "_ASSIGN"]
