@@ -4,6 +4,7 @@ Self-contained on purpose: no import of the hipport package, and the table check
 parser so that a generator bug cannot hide behind itself.
 """
 import importlib.util
+import os
 import re
 import subprocess
 import sys
@@ -11,11 +12,13 @@ import tomllib
 from pathlib import Path
 
 import pytest
+from needs import need
 
 REPO = Path(__file__).resolve().parent.parent
 GENERATOR = REPO / "tools" / "gen_rules.py"
 MAPPINGS = REPO / "rules" / "mappings"
-TABLES = REPO.parent / "shared" / "hipify-tables"
+# HIPIFY's tables live outside the repository (../shared/hipify-tables); .ci/run fetches them and names them here.
+TABLES = Path(os.environ.get("HIPPORT_HIPIFY_TABLES") or REPO.parent / "shared" / "hipify-tables")
 FAMILIES = ("runtime", "driver", "device", "rtc", "cublas", "curand", "cufft", "cusparse",
             "cusolver", "cudnn", "cub", "cucomplex")
 # rules/README.md's documented keys, plus roc_changed, which the ROC tables fill in.
@@ -28,7 +31,12 @@ VERSION = re.compile(r"\d+\.\d+(\.\d+)?")
 # The generator's documented stand-in when a [DEPRECATED]/[REMOVED] section gives no version.
 UNKNOWN_OK = {"cuda_deprecated", "cuda_removed"}
 
-needs_tables = pytest.mark.skipif(not TABLES.is_dir(), reason=f"HIPIFY tables not found at {TABLES}")
+
+@pytest.fixture
+def tables():
+    need(TABLES.is_dir(), f"HIPIFY's tables ({TABLES})",
+         "git clone ROCm/HIPIFY at 014177bc and set HIPPORT_HIPIFY_TABLES to its docs/tables")
+    return TABLES
 
 
 def load(family):
@@ -43,7 +51,7 @@ def names():
 
 # --- (a) the committed files are exactly what the generator makes ---------------------------------
 
-@needs_tables
+@pytest.mark.usefixtures("tables")
 def test_regenerated_files_are_byte_identical(tmp_path):
     run = subprocess.run([sys.executable, str(GENERATOR), "--tables", str(TABLES), "--out", str(tmp_path)],
                          capture_output=True, text=True)
@@ -53,7 +61,7 @@ def test_regenerated_files_are_byte_identical(tmp_path):
         assert new.read_bytes() == (MAPPINGS / new.name).read_bytes(), f"{new.name} is stale: regenerate"
 
 
-@needs_tables
+@pytest.mark.usefixtures("tables")
 def test_check_mode_passes_on_committed_files():
     run = subprocess.run([sys.executable, str(GENERATOR), "--tables", str(TABLES), "--check"],
                          capture_output=True, text=True)
@@ -85,7 +93,7 @@ def table_files():
     return sorted(p for p in TABLES.glob("*.md") if p.name != "README.md")
 
 
-@needs_tables
+@pytest.mark.usefixtures("tables")
 def test_all_22_tables_map_to_a_family():
     files = table_files()
     assert len(files) == 22
@@ -93,7 +101,7 @@ def test_all_22_tables_map_to_a_family():
         assert path.name.split("_API")[0] in TABLE_FAMILY, path.name
 
 
-@needs_tables
+@pytest.mark.usefixtures("tables")
 def test_every_table_row_is_generated_with_its_targets(names):
     for path in table_files():
         generated = names[TABLE_FAMILY[path.name.split("_API")[0]]]

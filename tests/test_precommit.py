@@ -1,5 +1,6 @@
 """The hooks as a team uses them: the real `pre-commit` runs this repository's hooks in a scratch git repo."""
 
+import importlib.util
 import os
 import shutil
 import subprocess
@@ -7,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from needs import need
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -31,8 +33,7 @@ def _git(repo: Path, *args: str) -> None:
 def hook_source(tmp_path_factory):
     """This repository at a commit: pre-commit installs hooks from a repository and a revision. Uncommitted work
     is committed to a scratch clone so the test exercises the code under test, not the last commit."""
-    if shutil.which("git") is None:
-        pytest.skip("git not installed")
+    need(shutil.which("git"), "git", "apt-get install git")
     src = tmp_path_factory.mktemp("hooksrc") / "hipport"
     shutil.copytree(ROOT, src, ignore=shutil.ignore_patterns(".git", "__pycache__", "*.egg-info", ".pytest_cache",
                                                              "build", ".hypothesis"))
@@ -51,12 +52,7 @@ def _precommit(repo: Path, home: Path, *args: str):
 
 @pytest.fixture(scope="module")
 def project(tmp_path_factory, hook_source):
-    try:
-        import pre_commit  # noqa: F401
-    except ImportError:
-        if os.environ.get("CI") == "true":
-            pytest.fail("pre-commit is not installed; `pip install .[test]` brings it")
-        pytest.skip("pre-commit not installed")
+    need(importlib.util.find_spec("pre_commit"), "pre-commit", "pip install .[test]")
     src, rev = hook_source
     repo = tmp_path_factory.mktemp("team") / "repo"
     repo.mkdir()
