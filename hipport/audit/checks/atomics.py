@@ -3,8 +3,8 @@
 
 from __future__ import annotations
 
-from hipport.audit.checks.common import user_defined
-from hipport.audit.checks.context import COMMENT, IDENT, Allocation, Context
+from hipport.audit.checks.common import enclosing_open, statement_start, user_defined
+from hipport.audit.checks.context import COMMENT, IDENT, KEYWORD, LITERAL, Allocation, Context, Function
 
 SYSTEM = "atomic-system-scope"
 FLOAT = "atomic-float-add"
@@ -18,6 +18,7 @@ _ATOMICS = _ADDS | _PCIE_OPS | {b"atomicExch", b"atomicCAS"}
 _HALF_TYPES = {"__half", "half", "__half2", "half2", "__nv_bfloat16", "nv_bfloat16", "__nv_bfloat162",
                "__hip_bfloat16", "hip_bfloat16", "__hip_bfloat162"}
 _CAST = {b"reinterpret_cast", b"static_cast", b"const_cast"}
+_CAST_PUNCT = {b"*", b"&", b"::", b"<", b">"}
 
 _KIND_TEXT = {
     "device": "coarse-grained device memory",
@@ -54,9 +55,14 @@ def check(ctx: Context) -> None:
             continue
         fn = ctx.function_at(i)
         root = _pointer_root(ctx, *args[0])
+        space, decl, origin = _space(ctx, *args[0], i, fn) if root else (None, None, None)
+        if origin is not None and origin != decl:
+            root = ctx.text[origin]  # `float* row = out + k; atomicAdd(row, v)`: the memory is `out`'s
         alloc, host_name = ctx.allocation_of(root.decode("latin-1"), fn) if root else (None, "")
-        pointee, from_parse = _pointee(ctx, i, root, fn)
-        shared = root is not None and _is_shared(ctx, root, i, fn)
+        pointee, from_parse = _pointee(ctx, i, decl)
+        if alloc is None and space == "managed" and decl is not None:
+            alloc, host_name = Allocation("managed", "__managed__", ctx.lines.line_col(ctx.starts[decl])[0]), \
+                root.decode("latin-1")
         if word.endswith(b"_system"):
             _system(ctx, i, word, root, alloc, host_name)
         if base == b"atomicAdd" and pointee in _HALF_TYPES:
@@ -64,8 +70,8 @@ def check(ctx: Context) -> None:
                        f"containing 32-bit word, or accumulate in `float`",
                        confidence="high" if from_parse else "medium", subject=pointee)
             continue
-        if base == b"atomicAdd" and pointee in ("float", "double") and not shared:
-            _float_add(ctx, i, word, pointee, alloc, host_name, root, from_parse)
+        if base == b"atomicAdd" and pointee in ("float", "double") and space not in ("lds", "private"):
+            _float_add(ctx, i, word, pointee, alloc, host_name, space, from_parse)
         if base in _PCIE_OPS and alloc is not None and alloc.kind in ("host", "host-noncoherent", "managed"):
             ctx.report(PCIE, i, f"`{word.decode()}` on `{host_name}` ({alloc.api}, line {alloc.line}): over PCIe "
                        f"only add, exchange and CAS are atomic; keep this data in `hipMalloc` memory",
@@ -73,16 +79,212 @@ def check(ctx: Context) -> None:
 
 
 def _pointer_root(ctx: Context, a: int, b: int) -> bytes | None:
-    """The variable an atomic's address comes from: `p`, `&p[i]`, `p + i`, `&s.field`."""
-    for k in range(a, b):
-        if ctx.kinds[k] == IDENT and ctx.text[k] not in _CAST:
-            if ctx.t(ctx.next_code(k)) == b"<" and ctx.text[k] in _CAST:
-                continue
-            return ctx.text[k]
+    """The variable an atomic's address comes from: `p`, `&p[i]`, `p + i`, `&s.field`, `(float*)&p[i]`,
+    `reinterpret_cast<float*>(p)`; the type names of casts are stepped over."""
+    k = a
+    while k < b:
+        t = ctx.text[k]
+        if ctx.kinds[k] == COMMENT:
+            k += 1
+            continue
+        if t in _CAST and ctx.t(ctx.next_code(k)) == b"<":
+            k = _skip_angle(ctx, ctx.next_code(k), b)
+            continue
+        if t == b"(" and _is_c_cast(ctx, k, b):
+            k = ctx.match(k) + 1
+            continue
+        if ctx.kinds[k] == IDENT and t not in _CAST:
+            return t
+        k += 1
     return None
 
 
-def _pointee(ctx: Context, i: int, root: bytes | None, fn) -> tuple[str | None, bool]:
+def _skip_angle(ctx: Context, k: int, b: int) -> int:
+    """Index just past the `>` closing the `<` at ``k``."""
+    depth = 0
+    while k < b:
+        t = ctx.text[k]
+        if t == b"<":
+            depth += 1
+        elif t == b">":
+            depth -= 1
+            if depth == 0:
+                return k + 1
+        elif t == b">>":
+            depth -= 2
+            if depth <= 0:
+                return k + 1
+        k += 1
+    return b
+
+
+def _is_c_cast(ctx: Context, k: int, b: int) -> bool:
+    """`(T*)`, `(unsigned int*)`, `(T)` followed by an operand: a C-style cast, not a parenthesised expression."""
+    close = ctx.match(k)
+    if close < 0 or close >= b:
+        return False
+    inner = [j for j in range(k + 1, close) if ctx.kinds[j] != COMMENT]
+    if not inner or any(ctx.kinds[j] not in (IDENT, KEYWORD) and ctx.text[j] not in _CAST_PUNCT for j in inner):
+        return False
+    after = ctx.next_code(close)
+    if after >= b:
+        return False
+    last = ctx.text[inner[-1]]
+    return last in (b"*", b"&") or ctx.kinds[after] in (IDENT, LITERAL) or ctx.text[after] in (b"(", b"&", b"*")
+
+
+# -- where the memory is: LDS (`__shared__`), global, managed, or unknown ---------------------------------------
+_DECL_STARTS = {b"__shared__", b"extern", b"static", b"const", b"volatile", b"__device__", b"__managed__",
+                b"__constant__", b"register", b"auto", b"unsigned", b"signed", b"float", b"double", b"int", b"char",
+                b"short", b"long", b"bool"}
+_NOT_DECL = {b"return", b"case", b"goto", b"throw", b"delete", b"new", b"sizeof", b"else", b"do"}
+
+
+def _starts_declaration(ctx: Context, s: int) -> bool:
+    t = ctx.t(s)
+    if t in _NOT_DECL:
+        return False
+    if t in _DECL_STARTS:
+        return True
+    if ctx.kinds[s] == IDENT:
+        nxt = ctx.t(ctx.next_code(s))
+        return nxt in (b"*", b"&", b"<", b"::") or ctx.kinds[ctx.next_code(s)] == IDENT
+    return False
+
+
+def _is_decl(ctx: Context, k: int) -> bool:
+    """`T name`, plus what `Context.is_decl_name` leaves out: `extern __shared__ T name[]`,
+    `__shared__ __align__(16) T name[]`, and the later names of a list (`__shared__ float a[8], b[8];`)."""
+    if ctx.is_decl_name(k):
+        return True
+    if ctx.t(ctx.next_code(k)) not in (b"=", b";", b",", b")", b"[", b"{"):
+        return False
+    p = ctx.prev_code(k)
+    while ctx.t(p) in (b"*", b"&", b"const", b"volatile", b"__restrict__", b"__restrict"):
+        p = ctx.prev_code(p)
+    if p < 0 or not (ctx.t(p) == b"," or ctx.kinds[p] in (IDENT, KEYWORD)) or ctx.t(p) in _NOT_DECL:
+        return False
+    if ctx.t(p) == b"," and enclosing_open(ctx, k, b"(") >= 0:
+        return False  # an argument list
+    return _starts_declaration(ctx, statement_start(ctx, k))
+
+
+def _decl_of(ctx: Context, name: bytes, i: int, fn: Function | None) -> int | None:
+    """Where ``name``, used at ``i``, is declared: in the function (its parameters included), else at file
+    scope (`extern __shared__ float s[];`, `__device__ float total;`)."""
+    lo = fn.params[0] if fn else 0
+    text, kinds = ctx.text, ctx.kinds
+    for k in range(i - 1, lo - 1, -1):
+        if text[k] == name and kinds[k] == IDENT and _is_decl(ctx, k):
+            return k
+    if fn is None:
+        return None
+    for k in range(fn.name_index - 1, -1, -1):
+        if text[k] == name and kinds[k] == IDENT and ctx.function_at(k) is None \
+                and enclosing_open(ctx, k, b"(") < 0 and _is_decl(ctx, k):
+            return k
+    return None
+
+
+def _decl_words(ctx: Context, decl: int) -> list[bytes]:
+    """The type words of a declaration, also for the second name of a list (`float a, *b;`)."""
+    p = ctx.prev_code(decl)
+    while ctx.t(p) in (b"*", b"&", b"const", b"volatile", b"__restrict__", b"__restrict"):
+        p = ctx.prev_code(p)
+    if ctx.t(p) != b",":
+        return ctx.decl_type_words(decl)
+    k = statement_start(ctx, decl)
+    while k < decl:
+        if ctx.kinds[k] == IDENT and ctx.t(ctx.next_code(k)) in (b"=", b";", b",", b"[", b"{") \
+                and ctx.is_decl_name(k):
+            return ctx.decl_type_words(k)
+        k += 1
+    return []
+
+
+def _initialisers(ctx: Context, decl: int, fn: Function) -> list[tuple[int, int, int]]:
+    """(first, last, at) token ranges of what a local pointer is set to: its initialiser and every plain
+    assignment `name = ...;` in the function."""
+    out = []
+    name = ctx.text[decl]
+    k = ctx.next_code(decl)
+    if ctx.t(k) == b"=":
+        out.append((k + 1, _expr_end(ctx, k + 1), decl))
+    for j in range(fn.body[0], fn.body[1]):
+        if j == decl or ctx.text[j] != name or ctx.kinds[j] != IDENT:
+            continue
+        eq = ctx.next_code(j)
+        if ctx.t(eq) == b"=" and ctx.t(ctx.prev_code(j)) not in (b".", b"->", b"::", b"*") and not _is_decl(ctx, j):
+            out.append((eq + 1, _expr_end(ctx, eq + 1), j))
+    return out
+
+
+def _expr_end(ctx: Context, k: int) -> int:
+    while k < ctx.n:
+        t = ctx.text[k]
+        if t in (b"(", b"[", b"{") and ctx.match(k) > k:
+            k = ctx.match(k) + 1
+            continue
+        if t in (b";", b",", b")", b"]", b"}"):
+            return k
+        k += 1
+    return ctx.n
+
+
+def _space(ctx: Context, a: int, b: int, at: int, fn: Function | None, depth: int = 0) \
+        -> tuple[str | None, int | None, int | None]:
+    """Memory space behind the address tokens[a:b] used at ``at``: "lds" (`__shared__`, or a pointer set only
+    from one), "global" (a kernel parameter, a `__device__` variable, or a pointer set only from those),
+    "managed" (`__managed__`), "private" (a local variable or array), or None. Also the declaration of the
+    address's root variable, and of the variable it derives from in the same function (`p` for `q = p + k`)."""
+    root = _pointer_root(ctx, a, b)
+    if root is None or depth > 4:
+        return None, None, None
+    decl = _decl_of(ctx, root, at, fn)
+    if decl is None:
+        return None, None, None
+    prefix = {ctx.text[j] for j in range(statement_start(ctx, decl), decl)}
+    if b"__shared__" in prefix:
+        return "lds", decl, decl
+    if fn is not None and fn.params[0] < decl < fn.params[1]:
+        if fn.kernel:
+            return "global", decl, decl
+        return _param_space(ctx, fn, decl, depth), decl, decl
+    if fn is None or not fn.body[0] < decl < fn.body[1]:
+        if b"__managed__" in prefix:
+            return "managed", decl, decl
+        if b"__device__" in prefix:
+            return "global", decl, decl
+        return None, decl, decl
+    words = _decl_words(ctx, decl)
+    if not (ctx.t(ctx.prev_code(decl)) == b"*" or b"*" in words or b"auto" in words):
+        return "private", decl, decl
+    found = {_space(ctx, ea, eb, j, fn, depth + 1)[::2] for ea, eb, j in _initialisers(ctx, decl, fn)}
+    if len(found) != 1:
+        return None, decl, None
+    space, origin = found.pop()
+    return space, decl, origin
+
+
+def _param_space(ctx: Context, fn: Function, decl: int, depth: int) -> str | None:
+    """What the callers of a `__device__` function in this file pass for one of its pointer parameters."""
+    name = ctx.text[decl].decode("latin-1")
+    if name not in fn.param_names:
+        return None
+    pos = fn.param_names.index(name)
+    callee = ctx.text[fn.name_index]
+    spaces = set()
+    for j in range(ctx.n):
+        if ctx.text[j] != callee or j == fn.name_index or not ctx.device[j] or not ctx.is_call(j):
+            continue
+        args = ctx.call_args(j)
+        if not args or len(args) <= pos:
+            return None
+        spaces.add(_space(ctx, *args[pos], j, ctx.function_at(j), depth + 1)[0])
+    return spaces.pop() if len(spaces) == 1 else None
+
+
+def _pointee(ctx: Context, i: int, decl: int | None) -> tuple[str | None, bool]:
     """Type the atomic works on: from the overload clang picks, else from the root's declaration."""
     parsed = ctx.parsed()
     if parsed is not None:
@@ -90,24 +292,14 @@ def _pointee(ctx: Context, i: int, root: bytes | None, fn) -> tuple[str | None, 
         if call is not None and call.param_types:
             t = call.param_types[0].replace("const ", "").replace("volatile ", "").rstrip(" *")
             return t, True
-    if root is None:
-        return None, False
-    decl = ctx.find_decl(root, i, fn.params if fn else None)
     if decl is None:
         return None, False
-    words = [w.decode("latin-1") for w in ctx.decl_type_words(decl) if w not in (b"const", b"volatile", b"*",
-                                                                             b"__restrict__", b"__shared__")]
+    words = [w.decode("latin-1") for w in _decl_words(ctx, decl) if w not in (b"const", b"volatile", b"*",
+                                                                         b"__restrict__", b"__shared__")]
     for w in reversed(words):
         if w in ("float", "double") or w in _HALF_TYPES:
             return w, False
     return None, False
-
-
-def _is_shared(ctx: Context, root: bytes, i: int, fn) -> bool:
-    decl = ctx.find_decl(root, i, fn.params if fn else None)
-    if decl is None:
-        return False
-    return b"__shared__" in ctx.decl_type_words(decl)
 
 
 def _where(alloc: Allocation | None, host_name: str) -> str:
@@ -129,8 +321,9 @@ def _system(ctx: Context, i: int, word: bytes, root, alloc, host_name: str) -> N
                    subject=word.decode())
 
 
-def _float_add(ctx: Context, i: int, word: bytes, pointee: str, alloc, host_name: str, root, from_parse) -> None:
-    conf = "high" if from_parse else "medium"
+def _float_add(ctx: Context, i: int, word: bytes, pointee: str, alloc, host_name: str, space, from_parse) -> None:
+    # LDS (`__shared__`) float adds are native and never reach here; unknown memory is a guess.
+    conf = "high" if from_parse and space is not None else "medium"
     if alloc is not None and alloc.kind == "device" and word == b"atomicAdd":
         ctx.report(FLOAT, i, f"`atomicAdd` on `{pointee}` compiles to a CAS loop; {_where(alloc, host_name)}, so "
                    f"`unsafeAtomicAdd` can use the hardware add (or aggregate per warp first)",
@@ -139,6 +332,11 @@ def _float_add(ctx: Context, i: int, word: bytes, pointee: str, alloc, host_name
         ctx.report(FLOAT, i, f"`{word.decode()}` on `{pointee}`: {_where(alloc, host_name)}; hardware FP atomics "
                    f"do nothing there on MI100/MI200, so keep the CAS-loop `atomicAdd` and do not build with "
                    f"`-munsafe-fp-atomics`", confidence=conf, subject=pointee)
+    elif space is None:
+        ctx.report(FLOAT, i, f"`{word.decode()}` on `{pointee}`: hipport cannot tell which memory this pointer "
+                   f"reaches; in global memory it compiles to a CAS loop (aggregate per warp first, `unsafeAtomicAdd` "
+                   f"only on `hipMalloc` memory), in `__shared__` memory the add is native",
+                   confidence=conf, subject=pointee)
     else:
         ctx.report(FLOAT, i, f"`{word.decode()}` on `{pointee}` in global memory compiles to a CAS loop; aggregate "
                    f"per warp first, and use `unsafeAtomicAdd` only where the memory is coarse-grained (`hipMalloc`)",
