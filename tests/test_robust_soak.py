@@ -6,6 +6,7 @@ import gc
 import time
 from pathlib import Path
 
+from hipport.audit import audit_source
 from hipport.convert import ConvertOptions, convert_source
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "cuda"
@@ -21,10 +22,6 @@ def rss_mb() -> float:
 
 
 def test_convert_and_audit_examples_100_times_without_memory_growth(rules):
-    try:
-        from hipport.audit import audit_source
-    except ImportError:  # convert alone when the audit is not there
-        audit_source = None
     sources = [(str(p), p.read_bytes()) for p in sorted(EXAMPLES.rglob("*"))
                if p.suffix in (".cu", ".cuh", ".h", ".cpp")]
     assert len(sources) >= 6
@@ -35,8 +32,7 @@ def test_convert_and_audit_examples_100_times_without_memory_growth(rules):
         for path, src in sources:
             result = convert_source(src, rules, options, path)
             assert result.error is None
-            if audit_source is not None:
-                audit_source(src, path)
+            audit_source(src, path)
         if i == WARM_UP - 1:
             gc.collect()
             base = rss_mb()

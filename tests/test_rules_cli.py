@@ -214,20 +214,69 @@ def test_show_a_name(env):
 
 
 def test_show_versions_roc_and_unsupported(env):
-    out = hipport("rules", "show", "cudaThreadSynchronize", env=env).stdout.decode()
+    out = _show(env, "cudaThreadSynchronize")
     assert "hipDeviceSynchronize" in out and "deprecated in CUDA 10.0" in out
-    out = hipport("rules", "show", "cublasSgemm", env=env).stdout.decode()
+    out = _show(env, "cublasSgemm")
     assert "ROC (--roc):  rocblas_sgemm" in out
-    out = hipport("rules", "show", "cudaDeviceFlushGPUDirectRDMAWrites", env=env).stdout.decode()
+    out = _show(env, "cudaDeviceFlushGPUDirectRDMAWrites")
     assert "HIP:          none (unsupported" in out and "added in CUDA 11.3" in out
 
 
 def test_show_with_hipify_perl_tells_where_it_comes_from(script, env):
-    out = hipport("rules", "show", "--hipify-perl", script, "cudaMalloc", env=env).stdout.decode()
+    r = hipport("rules", "show", "--hipify-perl", script, "cudaMalloc", env=env)
+    assert r.returncode == 0, r.stderr
+    out = r.stdout.decode()
     assert "HIP:          hipMallocOverride  (added in HIP 1.5.0)" in out
     assert f"from:         hipify-perl {script} (built-in: hipMalloc)" in out
-    out = hipport("rules", "--hipify-perl", script, "show", "cudaBrandNewApi", env=env).stdout.decode()
+    r = hipport("rules", "--hipify-perl", script, "show", "cudaBrandNewApi", env=env)
+    assert r.returncode == 0, r.stderr
+    out = r.stdout.decode()
     assert "(hipify-perl, memory)" in out and "not in the built-in rules" in out
+
+
+def _show(env, name):
+    r = hipport("rules", "show", name, env=env)
+    assert r.returncode == 0, r.stderr
+    return r.stdout.decode()
+
+
+def _convert(src: str, rocm: str) -> str:
+    from hipport.convert import ConvertOptions, convert_source
+    from hipport.rules import load_rules
+
+    version = tuple(int(x) for x in rocm.split("."))
+    return convert_source(src.encode(), load_rules(), ConvertOptions(rocm_version=version)).after.decode()
+
+
+def test_show_tells_the_warp_sync_rewrite_convert_does(env):
+    """HIPIFY's table lists no HIP name for `__shfl_down_sync`; convert still rewrites it, and `rules show` says how."""
+    out = _show(env, "__shfl_down_sync")
+    assert "never renamed" not in out and "none (unsupported" not in out
+    assert "before 6.2: `__shfl_down(...)`" in out and "`0xffffffffffffffffull`" in out
+    call = "__device__ float f(float v) { return __shfl_down_sync(0xffffffff, v, 1); }\n"
+    assert "__shfl_down(v, 1)" in _convert(call, "5.2")
+    assert "__shfl_down_sync(0xffffffffffffffffull, v, 1)" in _convert(call, "7.0")
+    out = _show(env, "__ballot_sync")  # not in HIPIFY's table at all
+    assert out.startswith("__ballot_sync  (warp built-in, rules/warp.toml)") and "`__ballot(...)`" in out
+
+
+def test_show_tells_the_call_and_macro_rewrites_convert_does(env):
+    out = _show(env, "cudaMemcpyToSymbol")
+    assert "HIP:          hipMemcpyToSymbol" in out and "`HIP_SYMBOL(sym)`" in out
+    assert "hipMemcpyToSymbol(HIP_SYMBOL(c), h, 4)" in _convert("void g(float *h) { cudaMemcpyToSymbol(c, h, 4); }\n",
+                                                                 "6.3")
+    assert "cudaMemcpyToSymbol (first argument)" in _show(env, "HIP_SYMBOL")
+    assert "a call with 2 arguments becomes `hipEventCreateWithFlags(...)`" in _show(env, "cudaEventCreate")
+    out = _show(env, "__CUDA_ARCH__")
+    assert "`__HIP_DEVICE_COMPILE__` where only its presence is tested" in out and "cuda-version-macro" in out
+    assert _convert("#ifdef __CUDA_ARCH__\nint a;\n#endif\n", "6.3").startswith("#ifdef __HIP_DEVICE_COMPILE__")
+    assert "`HIP_INCLUDE_HIP_DRIVER_TYPES_H` in #if" in _show(env, "__DRIVER_TYPES_H__")
+
+
+def test_show_a_name_only_the_audit_knows(env):
+    out = _show(env, "__syncwarp")
+    assert "convert:      no rule: left as it is" in out and "warp-builtin-unavailable" in out
+    assert "__syncwarp();" in _convert("__device__ void f() { __syncwarp(); }\n", "5.2")
 
 
 def test_show_a_header_and_a_namespace(env):
@@ -249,14 +298,16 @@ def test_show_unknown_name_suggests_close_matches(env):
 
 
 def test_show_falls_back_to_audit_rule_ids(env):
-    try:
-        from hipport.audit.hazards import load_hazards
-        ids = sorted(load_hazards())
-    except Exception:
-        pytest.skip("no hazard rules to describe")
-    r = hipport("rules", "show", ids[0], env=env)
-    assert r.returncode == 0, r.stderr
-    assert r.stdout.decode().startswith(ids[0])
+    from hipport.audit.hazards import load_hazards
+
+    ids = sorted(load_hazards())
+    assert len(ids) == 13, ids  # README: "Thirteen rules"
+    for rule_id in ids:
+        r = hipport("rules", "show", rule_id, env=env)
+        assert r.returncode == 0, r.stderr
+        assert r.stdout.decode().startswith(rule_id), rule_id
+    r = hipport("rules", "show", "warp-mask-64bit", env=env)
+    assert r.returncode == 1 and r.stderr.startswith(b"hipport: error: ")
 
 
 def test_help_documents_every_option(env):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import fnmatch
 import re
 import tomllib
 from collections import Counter
@@ -22,6 +23,7 @@ from hipport.hipify_perl import (
     to_rule_files,
 )
 from hipport.rules import NameRule, RuleError, RuleSet, builtin_rules_dir, load_rules
+from hipport.semantic import Semantic, load_semantic
 
 EXIT_OK, EXIT_NOT_FOUND, EXIT_USAGE = 0, 1, 2
 _RULE_ID = re.compile(r"^[a-z][a-z0-9]*(?:-[a-z0-9]+)+$")
@@ -175,8 +177,11 @@ def show(ctx, name, rule_dirs, hipify_perl, no_hipify_perl, config_path):
     """Show what hipport does with NAME: a CUDA name, a CUDA header, a namespace, or an audit rule id.
 
     For a CUDA name: its family and section, HIP and ROC names with the versions that added, changed,
-    deprecated or removed them, and where the mapping comes from when it is not the built-in one.
-    An unknown NAME prints the closest known names.
+    deprecated or removed them, and where the mapping comes from when it is not the built-in one. Rewrites
+    beyond a rename are shown too (warp *_sync built-ins by ROCm release, HIP_SYMBOL and kernel-pointer
+    arguments, calls that change with their argument count, __CUDA_ARCH__ and CUDA header-guard macros in
+    preprocessor conditions), and the audit rules whose notes name NAME. An unknown NAME prints the closest
+    known names.
 
     \b
     Exit status:
@@ -187,43 +192,159 @@ def show(ctx, name, rule_dirs, hipify_perl, no_hipify_perl, config_path):
     g_dirs, g_hp, g_no_hp, g_config = (ctx.obj or {}).get("sources", ((), None, False, None))
     src = _load((*g_dirs, *rule_dirs), hipify_perl or g_hp, no_hipify_perl or g_no_hp, config_path or g_config)
     rules = src.rules
+    try:
+        sem = load_semantic()
+    except RuleError as exc:
+        fail(str(exc))
+    semantic = _semantic_lines(sem, name)
+    mentions = _audit_mentions(name)
     if name in rules.names:
-        _show_name(src, rules.names[name])
+        _show_name(src, rules.names[name], semantic)
     elif name in rules.headers:
         _show_header(src, name)
     elif name in rules.namespaces:
         click.echo(f"{name}  (namespace)\n  HIP: {rules.namespaces[name]}  (`{name}::` and `namespace {name}` are "
                    f"renamed)")
+    elif semantic:
+        for line in semantic:
+            click.echo(line)
     else:
         text, hint = _describe_audit_rule(name)
         if text is not None:
             click.echo(text, nl=not text.endswith("\n"))
             return
-        choices = [*rules.names, *rules.headers, *rules.namespaces]
-        close = difflib.get_close_matches(name, choices, n=5, cutoff=0.75)
-        lowered = [c for c in choices if c.lower() == name.lower() and c not in close]
-        close = lowered + close
-        if close:
-            fail(f"no rule for `{name}`; did you mean {', '.join(close[:5])}?", EXIT_NOT_FOUND)
-        if hint and _RULE_ID.match(name):
-            fail(hint, EXIT_NOT_FOUND)
-        fail(f"no rule for `{name}` ({len(rules.names):,} CUDA names and {len(rules.headers):,} headers known; "
-              f"nothing close)", EXIT_NOT_FOUND)
+        if mentions:
+            click.echo(f"{name}  (no rename or rewrite rule)")
+            click.echo("  convert:      no rule: left as it is")
+        else:
+            _not_found(name, rules, sem, hint)
+    if mentions:
+        click.echo(f"  audit:        rules that name it: {', '.join(mentions)} (`hipport rules show RULE-ID`)")
+
+
+def _not_found(name: str, rules: RuleSet, sem: Semantic, hint: str | None) -> None:
+    choices = [*rules.names, *rules.headers, *rules.namespaces, *_semantic_names(sem)]
+    close = difflib.get_close_matches(name, choices, n=5, cutoff=0.75)
+    lowered = [c for c in choices if c.lower() == name.lower() and c not in close]
+    close = lowered + close
+    if close:
+        fail(f"no rule for `{name}`; did you mean {', '.join(close[:5])}?", EXIT_NOT_FOUND)
+    if hint and _RULE_ID.match(name):
+        fail(hint, EXIT_NOT_FOUND)
+    fail(f"no rule for `{name}` ({len(rules.names):,} CUDA names and {len(rules.headers):,} headers known; "
+         f"nothing close)", EXIT_NOT_FOUND)
 
 
 def _describe_audit_rule(rule_id: str) -> tuple[str | None, str | None]:
-    """(description, None) when the audit knows ``rule_id``; else (None, its hint)."""
+    """(description, None) when the audit knows ``rule_id``; else (None, its hint). A malformed hazard file is
+    a one-line error, not "no such rule"."""
     from hipport.audit import describe_rule
+    from hipport.audit.hazards import HazardError
 
     try:
         text = describe_rule(rule_id)
     except KeyError as exc:
         return None, str(exc.args[0]) if exc.args else None
-    except Exception:
-        return None, None
+    except HazardError as exc:
+        fail(str(exc))
     if not text:
         return None, None
     return str(text), None
+
+
+_CODE_SPAN = re.compile(r"`([^`]+)`")
+
+
+def _audit_mentions(name: str) -> list[str]:
+    """Audit rules whose summary or note names ``name`` in a code span: `__syncwarp`, or a pattern such as
+    `*_sync` or `__shfl*`."""
+    from hipport.audit import load_hazards
+    from hipport.audit.hazards import HazardError
+
+    if not re.fullmatch(r"[A-Za-z_]\w*", name):
+        return []
+    word = re.compile(rf"(?<![\w]){re.escape(name)}(?![\w])")
+
+    def names_it(span: str) -> bool:
+        if word.search(span):
+            return True
+        return "*" in span and re.fullmatch(r"[\w*]+", span) is not None and fnmatch.fnmatchcase(name, span)
+
+    try:
+        hazards = load_hazards()
+    except HazardError as exc:
+        fail(str(exc))
+    return sorted(h.id for h in hazards.values()
+                  if any(names_it(span) for span in _CODE_SPAN.findall(f"{h.summary}\n{h.note}")))
+
+
+def _semantic_names(sem: Semantic) -> list[str]:
+    return [*sem.warp_sync, *sem.symbol_args, *sem.kernel_args, *sem.by_arity, *sem.guards, *sem.device_pass,
+            *sem.version_macros, "HIP_SYMBOL"]
+
+
+def _ordinal(pos: int) -> str:
+    return {0: "first", 1: "second", 2: "third", 3: "fourth", 4: "fifth"}.get(pos, f"argument {pos + 1}")
+
+
+def _semantic_lines(sem: Semantic, name: str) -> list[str]:
+    """What convert does with ``name`` beyond a rename, from rules/warp.toml, calls.toml and macros.toml. For a
+    name in the rename tables these lines follow its mapping; for another, they are all that is shown."""
+    v = lambda t: ".".join(map(str, t))  # noqa: E731
+    lines: list[str] = []
+    if name in sem.warp_sync:
+        plain = sem.warp_sync[name]
+        opt_in, enabled = v(sem.sync_opt_in), v(sem.sync_enabled)
+        lines += [
+            f"{name}  (warp built-in, rules/warp.toml)",
+            "  convert:      depends on the targeted ROCm (--rocm-version):",
+            f"                before {opt_in}: `{plain}(...)`, the mask argument dropped when it means all lanes; "
+            f"another mask is reported (warp-sync-mask), not rewritten",
+            f"                {opt_in} and later: `{name}(...)` kept; a 32-bit all-lanes mask (`0xffffffff`, `~0u`, "
+            f"...) becomes `{sem.full64_spelling}`, a 64-bit one stays, any other mask is reported (warp-sync-mask): "
+            f"HIP takes 64-bit masks",
+            f"                {opt_in} (before {enabled}): the kept call also needs -DHIP_ENABLE_WARP_SYNC_BUILTINS "
+            f"(reported once a file, warp-sync-opt-in)",
+        ]
+    if name in sem.symbol_args:
+        lines += [f"{name}  (call rewrite, rules/calls.toml)",
+                  f"  convert:      the {_ordinal(sem.symbol_args[name])} argument, the device symbol, is "
+                  f"wrapped: `HIP_SYMBOL(sym)` (left alone when already wrapped)"]
+    if name in sem.kernel_args:
+        pos, min_args = sem.kernel_args[name]
+        when = f", when the call has at least {min_args} arguments" if min_args else ""
+        lines += [f"{name}  (call rewrite, rules/calls.toml)",
+                  f"  convert:      the {_ordinal(pos)} argument, the kernel, is cast: "
+                  f"`reinterpret_cast<const void*>(kernel)`{when} (left alone when already cast)"]
+    if name in sem.by_arity:
+        count, hip = sem.by_arity[name]
+        lines += [f"{name}  (call rewrite, rules/calls.toml)",
+                  f"  convert:      a call with {count} arguments becomes `{hip}(...)`"]
+    if name in sem.guards:
+        lines += [f"{name}  (CUDA header-guard macro, rules/macros.toml)",
+                  f"  convert:      `{sem.guards[name]}` in #if, #ifdef, #ifndef, #elif and defined(); "
+                  f"left alone elsewhere"]
+    if name in sem.device_pass:
+        lines += [f"{name}  (device-pass macro, rules/macros.toml)",
+                  f"  convert:      `{sem.device_pass[name]}` where only its presence is tested (#ifdef, #ifndef, "
+                  f"defined(...)); left alone outside preprocessor conditions"]
+    if name in sem.version_macros:
+        lines += [f"{name}  (version macro, rules/macros.toml)",
+                  f"  convert:      never rewritten; in an #if or #elif value test it is reported "
+                  f"(cuda-version-macro): {sem.version_macros[name]}"]
+    if name == "HIP_SYMBOL":
+        users = ", ".join(f"{n} ({_ordinal(p)} argument)" for n, p in sem.symbol_args.items())
+        lines += ["HIP_SYMBOL  (HIP macro written by convert, rules/calls.toml)",
+                  f"  convert:      wraps the device-symbol argument of {users}"]
+    # One heading (the first) and one `convert:` label; the lines of a second rule follow the first's.
+    out = []
+    for line in lines:
+        if out and not line.startswith(" "):
+            continue
+        if line.startswith("  convert:") and any(o.startswith("  convert:") for o in out):
+            line = " " * len("  convert:      ") + line[len("  convert:      "):]
+        out.append(line)
+    return out
 
 
 def _versions(rule: NameRule, labels) -> str:
@@ -253,7 +374,7 @@ def _origin(src: _Sources, name: str, table: str) -> str | None:
     return found
 
 
-def _show_name(src: _Sources, rule: NameRule) -> None:
+def _show_name(src: _Sources, rule: NameRule, semantic: list[str]) -> None:
     echo = click.echo
     rules = src.rules
     section = f", {rule.section}" if rule.section else ""
@@ -264,9 +385,13 @@ def _show_name(src: _Sources, rule: NameRule) -> None:
         echo(f"  HIP:          {rule.hip}" + (f"  ({hip_v})" if hip_v else ""))
         if note:
             echo(f"                not renamed without --roc: {note}")
+    elif semantic:
+        echo("  HIP:          no plain rename (HIPIFY's table lists none); rewritten as below")
     else:
         kind = "removed from CUDA" if "cuda_removed" in rule.versions else "unsupported"
         echo(f"  HIP:          none ({kind}: reported, never renamed)" + (f"  ({hip_v})" if hip_v else ""))
+    for line in semantic[1:]:
+        echo(line)
     roc_v = _versions(rule, _ROC_LABELS)
     if rule.roc:
         echo(f"  ROC (--roc):  {rule.roc}" + (f"  ({roc_v})" if roc_v else ""))
