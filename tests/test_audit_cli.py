@@ -56,13 +56,19 @@ def test_baseline_survives_edits_above(tmp_path):
 
 def test_quiet_and_verbose():
     q = run(REDUCTION, "-q")
-    assert all(line.startswith(str(REDUCTION)) for line in q.stdout.splitlines()) and q.stderr == ""
+    assert q.returncode == 1 and q.stderr == ""
+    # -q keeps each finding's first line and drops the source lines, patches and summary of the default output.
+    full = run(REDUCTION)
+    firsts = [line for line in full.stdout.splitlines() if line.startswith(f"{REDUCTION}:")]
+    assert firsts and q.stdout.splitlines() == firsts, q.stdout
     v = run(REDUCTION, "-v")
+    assert v.returncode == 1, v.stderr
     assert "[confidence: high]" in v.stdout and "rule: " in v.stdout
 
 
 def test_help_documents_every_option():
     r = run("--help")
+    assert r.returncode == 0, r.stderr
     for option in ("--exclude", "--offload-arch", "--rocm-version", "--select", "--ignore", "--fail-on",
                    "--baseline", "--write-baseline", "--quiet", "--verbose"):
         assert option in r.stdout

@@ -41,9 +41,10 @@ def test_offload_arch_and_rocm_version_from_settings(tmp_path):
     wave64_only = run(tmp_path, "audit", "t.cu", "-q")
     (tmp_path / ".hipport.toml").write_text('offload-arch = ["gfx90a", "gfx1100"]\n')
     with_wave32 = run(tmp_path, "audit", "t.cu", "-q")
-    assert b"cg-tile-size" not in wave64_only.stdout
-    assert b"cg-tile-size" in with_wave32.stdout
-    assert b"cg-tile-size" not in run(tmp_path, "audit", "t.cu", "-q", "--offload-arch", "gfx942").stdout
+    assert wave64_only.returncode == 0 and wave64_only.stdout == b"", wave64_only.stderr
+    assert with_wave32.returncode == 1 and b"error cg-tile-size" in with_wave32.stdout, with_wave32.stderr
+    flag = run(tmp_path, "audit", "t.cu", "-q", "--offload-arch", "gfx942")
+    assert flag.returncode == 0 and flag.stdout == b"", flag.stderr
 
 
 def test_bad_setting_is_one_line(tmp_path):

@@ -23,18 +23,23 @@ def test_second_run_reads_the_cache_and_options_start_afresh(tmp_path):
     cache = tmp_path / "cache"
     (tmp_path / "k.cu").write_bytes(KERNEL)
     first = audit(tmp_path, "k.cu", "--cache-dir", cache, "-q")
-    assert b"lane-math-32" in first.stdout
+    assert first.returncode == 1 and b"lane-math-32" in first.stdout, first.stderr
     entries = [p for p in cache.rglob("*") if p.is_file()]
     assert len(entries) == 1
     # Plant a finding only the cache can produce: the second run must report it.
     planted = Finding("lane-math-32", "warning", 1, 1, "planted by the test")
     entries[0].write_bytes(pickle.dumps([planted]))
-    assert b"planted by the test" in audit(tmp_path, "k.cu", "--cache-dir", cache, "-q").stdout
-    assert b"planted by the test" not in audit(tmp_path, "k.cu", "--cache-dir", cache, "--no-cache", "-q").stdout
+    # Each run below fails on a warning (exit 1), so its output is the audit's, never an error message.
+    replay = audit(tmp_path, "k.cu", "--cache-dir", cache, "-q")
+    assert replay.returncode == 1 and b"planted by the test" in replay.stdout, replay.stderr
+    fresh = audit(tmp_path, "k.cu", "--cache-dir", cache, "--no-cache", "-q")
+    assert fresh.returncode == 1 and b"lane-math-32" in fresh.stdout and b"planted by the test" not in fresh.stdout
     other = audit(tmp_path, "k.cu", "--cache-dir", cache, "--rocm-version", "6.2", "-q")
+    assert other.returncode == 1
     assert b"planted by the test" not in other.stdout and b"lane-math-32" in other.stdout
     (tmp_path / "k.cu").write_bytes(KERNEL + b"// edited\n")
-    assert b"planted by the test" not in audit(tmp_path, "k.cu", "--cache-dir", cache, "-q").stdout
+    edited = audit(tmp_path, "k.cu", "--cache-dir", cache, "-q")
+    assert edited.returncode == 1 and b"lane-math-32" in edited.stdout and b"planted by the test" not in edited.stdout
 
 
 def test_rule_change_changes_the_fingerprint(tmp_path):
@@ -79,8 +84,8 @@ def test_convert_remembers_files_with_nothing_to_change(tmp_path):
     planted = Finding("unsupported-api", "warning", 1, 1, "`planted` from the cache", subject="planted")
     entries[0].write_bytes(pickle.dumps(([planted], [], set())))
     r = convert(tmp_path, "--check", ".", "--cache-dir", cache, "-v")
-    assert b"planted" in r.stderr
+    assert r.returncode == 1 and b"planted" in r.stderr
     r = convert(tmp_path, "--check", ".", "--cache-dir", cache, "-v", "--no-cache")
-    assert b"planted" not in r.stderr
+    assert r.returncode == 1 and b"planted" not in r.stderr and b"todo.cu" in r.stderr
     r = convert(tmp_path, ".", "--cache-dir", cache)  # converts todo.cu in place
     assert r.returncode == 0 and (tmp_path / "todo.cu").read_bytes() == b"void f(float *p) { hipFree(p); }\n"

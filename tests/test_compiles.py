@@ -194,6 +194,7 @@ def test_project_config_and_flag_override(tmp_path):
     assert r.returncode == 0, r.stderr
     assert b"hipLaunchKernelGGL(k, dim3(1), dim3(1), 0, 0);" in r.stdout and b"__shfl(1, 0)" in r.stdout
     r = run("--stdout", "--rocm-version", "7.0", "--launch-syntax", "cuda", "k.cu")
+    assert r.returncode == 0, r.stderr
     assert b"k<<<1, 1>>>();" in r.stdout and b"__shfl_sync(0xffffffffffffffffull, 1, 0)" in r.stdout
     r = run("--check", ".")
     assert r.returncode == 1 and b"1 file scanned" in r.stderr

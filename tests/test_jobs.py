@@ -29,17 +29,22 @@ def test_convert_output_is_identical(tree, tmp_path):
     outs = []
     for jobs in (1, 2):
         out = tmp_path / f"out{jobs}"
-        r = run("convert", tree, "-o", out, "-j", jobs, "--rocm-version", "5.2")
+        r = run("convert", tree, "-o", out, "-j", jobs, "--rocm-version", "5.2", "--cache-dir", tmp_path / f"c{jobs}")
         assert r.returncode == 0, r.stderr
         outs.append(({p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()}, r.stderr))
     assert outs[0] == outs[1]
-    diffs = [run("convert", "--diff", tree, "-j", jobs, "--rocm-version", "5.2").stdout for jobs in (1, 2)]
-    assert diffs[0] == diffs[1] and diffs[0]
+    diffs = [run("convert", "--diff", tree, "-j", jobs, "--rocm-version", "5.2", "--cache-dir", tmp_path / f"d{jobs}")
+             for jobs in (1, 2)]
+    assert [d.returncode for d in diffs] == [0, 0], diffs[0].stderr
+    assert diffs[0].stdout == diffs[1].stdout and diffs[0].stdout
 
 
-def test_audit_output_is_identical(tree):
-    results = [run("audit", tree, "-j", jobs, "--no-cache", "--report", "json", "-o", "-") for jobs in (1, 2)]
+def test_audit_output_is_identical(tree, tmp_path):
+    """Each run starts from an empty cache of its own, so both compute every file."""
+    results = [run("audit", tree, "-j", jobs, "--cache-dir", tmp_path / f"j{jobs}", "--report", "json", "-o", "-")
+               for jobs in (1, 2)]
     assert results[0].returncode == results[1].returncode == 1
     assert results[0].stdout == results[1].stdout and b'"findings"' in results[0].stdout
-    texts = [run("audit", tree, "-j", jobs, "--no-cache") for jobs in (1, 2)]
+    texts = [run("audit", tree, "-j", jobs, "--cache-dir", tmp_path / f"t{jobs}") for jobs in (1, 2)]
+    assert texts[0].returncode == texts[1].returncode == 1
     assert texts[0].stdout == texts[1].stdout and texts[0].stderr == texts[1].stderr

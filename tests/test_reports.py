@@ -132,9 +132,14 @@ def test_json_totals_match_the_audit(examples_reports):
 
 
 def test_json_is_stable(tmp_path):
-    a = run(EXAMPLES / "reduction", "--report", "json", "-o", "-").stdout
-    b = run(EXAMPLES / "reduction", "--report", "json", "-o", "-").stdout
-    assert a == b and json.loads(a)["schema"] == "hipport-audit/1"
+    """Two runs that each compute everything (fresh caches) agree byte for byte, and a run replaying a cache
+    agrees with them."""
+    runs = [run(EXAMPLES / "reduction", "--report", "json", "-o", "-", "--cache-dir", tmp_path / cache)
+            for cache in ("a", "b", "a")]
+    assert [r.returncode for r in runs] == [1, 1, 1], runs[0].stderr
+    assert runs[0].stdout == runs[1].stdout == runs[2].stdout
+    assert json.loads(runs[0].stdout)["schema"] == "hipport-audit/1"
+    assert [p for p in (tmp_path / "a").rglob("*") if p.is_file()]  # the third run had a cache to replay
 
 
 def test_readiness_definition():
@@ -311,14 +316,17 @@ def test_output_destinations(tmp_path):
     assert "wrote sarif report to" in r.stderr and r.stdout == ""
     # One report with no -o: json/sarif/markdown go to stdout; html to ./hipport-report.html.
     r = run(red, "--report", "markdown", cwd=tmp_path)
-    assert r.stdout.startswith("### hipport audit")
+    assert r.returncode == 1 and r.stdout.startswith("### hipport audit"), r.stderr
     r = run(red, "--report", "html", cwd=tmp_path)
+    assert r.returncode == 1, r.stderr
     assert (tmp_path / "hipport-report.html").stat().st_size > 1000 and r.stdout == ""
     # text plus another: text on stdout, the other to its default name.
     r = run(red, "--report", "text", "--report", "json", cwd=tmp_path)
+    assert r.returncode == 1, r.stderr
     assert "lane-math-32" in r.stdout and (tmp_path / "hipport-report.json").exists()
     # Several reports with -o: a directory (created).
     r = run(red, "--report", "json", "--report", "markdown", "-o", tmp_path / "many")
+    assert r.returncode == 1, r.stderr
     assert sorted(p.name for p in (tmp_path / "many").iterdir()) == ["hipport-report.json", "hipport-report.md"]
     # Usage errors.
     (tmp_path / "file.txt").write_text("x")
@@ -334,6 +342,7 @@ def test_output_destinations(tmp_path):
 
 def test_help_documents_reports():
     r = run("--help")
+    assert r.returncode == 0, r.stderr
     for word in ("--report", "--output-dir", "-o, --output", "html", "sarif", "markdown", "hipport-report.<ext>"):
         assert word in r.stdout, word
 
