@@ -119,10 +119,10 @@ def _tile_sizes(ctx: Context) -> None:
         fn = _template_owner(ctx, k, arg)
         if fn is None:
             continue
-        found = _instantiations(ctx, fn, arg.decode("latin-1"))
+        found, unresolved = _instantiations(ctx, fn, arg.decode("latin-1"))
         for n in sorted(found):
             _judge_tile(ctx, k, name, n, archs, f" (`{fn.name}` is instantiated with `{arg.decode()}` = {n})")
-        if not found:
+        if not found and not unresolved:
             ctx.report(RULE, k, f"`{name}<{arg.decode()}>`: the tile size is a template parameter; every "
                        f"instantiation must be a power of two no larger than the wavefront (32 on RDNA, 64 on "
                        f"CDNA), and none is visible in this file", severity="info", confidence="low",
@@ -138,8 +138,10 @@ def _judge_tile(ctx: Context, k: int, name: str, n: int, archs: tuple[str, ...],
     too_small = [a for a in archs if wave_size(a) < n]
     if too_small:
         largest = max((wave_size(a) for a in archs if wave_size(a) >= n), default=None)
-        ctx.report(RULE, k, f"`{name}<{shown}>`{how} is larger than the {min(wave_size(a) for a in too_small)}-lane "
-                   f"wavefront of {', '.join(too_small)}: it does not compile there; use tiles of at most "
+        lanes = sorted({wave_size(a) for a in too_small})
+        ctx.report(RULE, k, f"`{name}<{shown}>`{how} is larger than the "
+                   f"{' or '.join(str(w) for w in lanes)}-lane wavefront of {', '.join(too_small)}: it does not "
+                   f"compile there; use tiles of at most "
                    f"{min(wave_size(a) for a in archs)} threads and combine them through `__shared__` memory"
                    + (f" (or drop {', '.join(too_small)} from the targets: {largest} lanes fit the others)"
                       if largest else ""),
@@ -161,7 +163,7 @@ def _constant(ctx: Context, name: bytes) -> set[int]:
                 return set()
             values.add(v)
     if values:
-        return values
+        return values if len(values) == 1 else set()  # defined per branch (per architecture): not one value
     for j in range(ctx.n - 2):
         if ctx.text[j] == name and ctx.kinds[j] == IDENT and ctx.t(ctx.next_code(j)) == b"=":
             words = ctx.decl_type_words(j)
@@ -175,17 +177,20 @@ def _constant(ctx: Context, name: bytes) -> set[int]:
 
 
 def _template_owner(ctx: Context, k: int, name: bytes) -> Function | None:
-    fn = ctx.function_at(k)
+    """The function template whose parameter ``name`` is, used at ``k`` (in its body or parameter list)."""
+    fn = ctx.function_at(k) or next((f for f in ctx.functions if f.params[0] < k < f.params[1]), None)
     if fn is not None and name.decode("latin-1") in fn.template_params:
         return fn
     return None
 
 
-def _instantiations(ctx: Context, fn: Function, param: str) -> set[int]:
-    """Literal values given to one template parameter of ``fn`` where the file names `fn<...>`."""
+def _instantiations(ctx: Context, fn: Function, param: str) -> tuple[set[int], int]:
+    """Values given to one template parameter of ``fn`` where the file names `fn<...>`, and how many
+    instantiations give a value hipport cannot resolve (another parameter, a macro defined per architecture)."""
     pos = fn.template_params.index(param)
     name = ctx.text[fn.name_index]
     out: set[int] = set()
+    unresolved = 0
     for j in range(ctx.n - 2):
         if ctx.text[j] != name or j == fn.name_index or ctx.t(ctx.next_code(j)) != b"<":
             continue
@@ -216,7 +221,11 @@ def _instantiations(ctx: Context, fn: Function, param: str) -> set[int]:
                 v = values.pop() if len(values) == 1 else None
             if v is not None:
                 out.add(v)
-    return out
+            else:
+                unresolved += 1
+        elif len(args) > pos:
+            unresolved += 1
+    return out, unresolved
 
 
 # -- cg-api-unavailable -----------------------------------------------------------------------------------------
@@ -300,7 +309,10 @@ def _api(ctx: Context) -> None:
             p = ctx.next_code(i)
             covered.update(range(p, ctx.match(p) + 1))
         state, severity, confidence = _availability(ctx, api)
-        ctx.report(API, i, f"{api.what.format(ns=ns)} {state}; write {api.instead.format(ns=ns)}",
+        what, instead = api.what.format(ns=ns), api.instead.format(ns=ns)
+        if not qualified:  # written unqualified under `using namespace cooperative_groups`
+            what, instead = what.replace("`cg::", "`"), instead.replace("`cg::", "`")
+        ctx.report(API, i, f"{what} {state}; write {instead}",
                    severity=severity, confidence=confidence, edits=edits, subject=word.decode())
     _headers(ctx, used, fixable)
 
