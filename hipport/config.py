@@ -31,10 +31,25 @@ class Config:
     def get(self, key: str, default=None):
         return self.values.get(key, default)
 
+    @property
+    def base(self) -> Path:
+        """The project directory, which project paths (settings' `exclude` patterns, baseline entries) are
+        relative to: the settings file's directory; without settings, the repository root above the current
+        directory, else the current directory. Absolute and resolved."""
+        if self.path is not None:
+            return self.path.resolve().parent
+        return repository_root() or Path.cwd().resolve()
+
     def paths(self, key: str) -> list[Path]:
         """List-of-path settings, relative to the config file."""
         base = self.path.parent if self.path else Path.cwd()
         return [base / p for p in self.values.get(key, [])]
+
+
+def repository_root(start: Path | None = None) -> Path | None:
+    """The nearest directory holding `.git`, from ``start`` (default: the current directory) upwards."""
+    here = (start or Path.cwd()).resolve()
+    return next((d for d in (here, *here.parents) if (d / ".git").exists()), None)
 
 
 def find_config(start: Path | None = None) -> Path | None:

@@ -10,6 +10,10 @@ Safety rules, all enforced here:
 * Symlinked files whose target lies outside the input paths, and symlinked directories, are not followed unless
   asked (``follow_symlinks``); a followed link is written through (the link stays a link).
 * Under an output directory nothing is written outside it, whatever symlinks the output tree holds.
+* Before anything is written, :func:`check_outputs` refuses an output that would land on an input, inside an input
+  tree, or on another output of the same run (letter case and Unicode normalisation ignored).
+* Convert and audit read a source through :func:`load_source` alone, so a file either command cannot use gets
+  the same one-line message from both.
 * Temporary files left by a killed run (SIGKILL, power loss) carry the dead process's id; the next writing run
   removes those of dead processes in the directories it writes to (:func:`remove_stale_temps`).
 """
@@ -20,9 +24,13 @@ import contextlib
 import errno
 import fnmatch
 import os
+import posixpath
 import re
+import signal
 import stat
+import sys
 import tempfile
+import unicodedata
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -59,6 +67,34 @@ def _excluded(rel: str, patterns: tuple[str, ...]) -> bool:
                for p in patterns)
 
 
+def _excluded_chain(rel: str, patterns: tuple[str, ...]) -> bool:
+    """``rel`` or one of the directories it lies in matches: what a directory walk from the top would skip."""
+    if not patterns or rel in ("", "."):
+        return False
+    parts = rel.split("/")
+    return any(_excluded("/".join(parts[:i]), patterns) for i in range(1, len(parts) + 1))
+
+
+def _where(path: os.PathLike | str) -> str:
+    """An absolute path naming the same directory entry: the directories resolved (symlinks, `..`), the last
+    component kept as it is (a symlinked file stays the link)."""
+    head, name = os.path.split(os.fspath(path))
+    if name in ("", ".", ".."):
+        return os.path.realpath(path)
+    return os.path.join(os.path.realpath(head or os.curdir), name)
+
+
+def project_path(path: os.PathLike | str, base: os.PathLike | str) -> str:
+    """``path`` relative to the project directory ``base`` as a POSIX path (``../`` when outside it): the same
+    file gives the same text whatever the current directory and however it was spelt (absolute, ``a/../a/f.cu``,
+    through a symlinked directory)."""
+    return Path(os.path.relpath(_where(path), os.path.realpath(base))).as_posix()
+
+
+def _outside(rel: str) -> bool:
+    return rel == ".." or rel.startswith("../")
+
+
 def _inside(path: str, roots: Iterable[str]) -> bool:
     return any(path == r or path.startswith(r.rstrip(os.sep) + os.sep) for r in roots)
 
@@ -75,8 +111,7 @@ def _link_problem(path: Path, roots: list[str], follow: bool) -> str | None:
         return f"{show(path)}: broken symlink (its target {show(target)} does not exist); skipped"
     if follow or _inside(real, roots):
         return None
-    return (f"{show(path)}: symlink to {show(real)}, outside the input tree; not followed "
-            f"(--follow-symlinks converts it)")
+    return f"{show(path)}: symlink to {show(real)}, outside the input tree; not followed without --follow-symlinks"
 
 
 def _kind(mode: int) -> str:
@@ -88,9 +123,16 @@ def _kind(mode: int) -> str:
 
 
 def collect_sources(paths: list[Path], exclude: tuple[str, ...] = (), follow_symlinks: bool = False,
-                    report_skipped: bool = False) -> list[Source]:
+                    report_skipped: bool = False, *, project_exclude: tuple[str, ...] = (),
+                    project_dir: Path | None = None) -> list[Source]:
     """Source files under ``paths``, sorted, each once. A single directory is mirrored as its contents;
     with several inputs each keeps its own name under an output directory.
+
+    A file or directory is left out when its name or relative path matches a pattern: ``exclude`` (the command
+    line's) by the path below the input directory it was found in, or for a file named as an input by the path
+    as given; ``project_exclude`` (the settings') by the path relative to ``project_dir``, whichever way the
+    file was reached (named, or found from any directory; outside ``project_dir``, as for ``exclude``). A
+    directory that matches excludes everything in it.
 
     Symlinked directories are entered only with ``follow_symlinks`` (each real directory once, so loops end).
     A symlinked file is converted when its target is a file inside one of ``paths`` (once, under its real name)
@@ -101,6 +143,15 @@ def collect_sources(paths: list[Path], exclude: tuple[str, ...] = (), follow_sym
     several = len(paths) > 1
     roots = [os.path.realpath(p) for p in paths if p.is_dir()]
     roots += [os.path.realpath(p) for p in paths if not p.is_dir()]
+    project_exclude = tuple(project_exclude)
+    base = os.path.realpath(project_dir) if project_dir is not None and project_exclude else None
+
+    def in_project(where: str) -> str | None:
+        """``where`` (absolute, resolved) relative to the project directory, or None outside it or without one."""
+        if base is None:
+            return None
+        rel = Path(os.path.relpath(where, base)).as_posix()
+        return None if _outside(rel) else ("" if rel == "." else rel)
 
     def add(path: Path, rel: Path, explicit: bool = False) -> None:
         if path.is_symlink() and not explicit:
@@ -126,8 +177,22 @@ def collect_sources(paths: list[Path], exclude: tuple[str, ...] = (), follow_sym
         if not root.exists() and not root.is_symlink():
             raise InputError(f"{show(root)}: no such file or directory")
         if not root.is_dir():
+            project_rel = in_project(_where(root))
+            if _excluded_chain(Path(os.path.normpath(root)).as_posix(), exclude) or (
+                    _excluded_chain(project_rel, project_exclude) if project_rel is not None
+                    else _excluded(root.name, project_exclude)):
+                continue
             add(root, Path(root.name), explicit=True)
             continue
+        project_root = in_project(os.path.realpath(root))
+        if project_root is not None and _excluded_chain(project_root, project_exclude):
+            continue
+
+        def dropped(rel: str, project_root: str | None = project_root) -> bool:
+            """``rel`` (below ``root``) is excluded by a command-line or a project pattern."""
+            return _excluded(rel, exclude) or _excluded(
+                rel if project_root is None else posixpath.join(project_root, rel), project_exclude)
+
         prefix = Path(os.path.basename(os.path.realpath(root))) if several else Path()
         seen_dirs: set[tuple[int, int]] = set()
         for dirpath, dirnames, filenames in os.walk(root, followlinks=follow_symlinks):
@@ -142,11 +207,10 @@ def collect_sources(paths: list[Path], exclude: tuple[str, ...] = (), follow_sym
                     continue
                 seen_dirs.add((st.st_dev, st.st_ino))
             rel_dir = Path(dirpath).relative_to(root)
-            dirnames[:] = sorted(d for d in dirnames
-                                 if d not in _SKIP_DIRS and not _excluded((rel_dir / d).as_posix(), exclude))
+            dirnames[:] = sorted(d for d in dirnames if d not in _SKIP_DIRS and not dropped((rel_dir / d).as_posix()))
             for name in sorted(filenames):
                 rel = rel_dir / name
-                if Path(name).suffix.lower() not in SOURCE_SUFFIXES or _excluded(rel.as_posix(), exclude):
+                if Path(name).suffix.lower() not in SOURCE_SUFFIXES or dropped(rel.as_posix()):
                     continue
                 add(Path(dirpath) / name, prefix / rel)
     chosen = list(found.values()) + (skipped if report_skipped else [])
@@ -183,17 +247,173 @@ def read_source(path: Path) -> tuple[bytes, os.stat_result]:
         os.close(fd)
 
 
+def read_error(path: Path, exc: OSError) -> str:
+    if exc.errno == errno.ENOENT:
+        return f"{show(path)}: vanished before hipport could read it; skipped"
+    if exc.errno == errno.ELOOP:
+        return f"{show(path)}: symlink loop; skipped"
+    return f"{show(path)}: cannot read ({exc.strerror}); check permissions"
+
+
+def load_source(source: Source) -> tuple[bytes, os.stat_result]:
+    """The bytes of a source to convert or audit, and the stat taken when it was opened: the one way both commands
+    read a file. Whatever makes it unusable (skipped when collected, unreadable, a FIFO or device, binary,
+    UTF-16/32) raises InputError with the one-line message naming it."""
+    if source.skip is not None:
+        raise InputError(source.skip)
+    try:
+        data, st = read_source(source.path)
+    except OSError as exc:
+        raise InputError(read_error(source.path, exc)) from None
+    reason = binary_reason(data)
+    if reason is not None:
+        raise InputError(f"{show(source.path)}: {reason}")
+    return data, st
+
+
 def is_read_only(st: os.stat_result) -> bool:
     """The owner's write permission is off: somebody marked the file as not to be edited."""
     return not st.st_mode & stat.S_IWUSR
 
 
-# -- signals held during a write ------------------------------------------------------------------------------
+# -- where outputs go -----------------------------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class Output:
+    path: Path  # where it would be written
+    what: str   # what it is, for a message: "the output of src/k.cu", "the json report"
+
+
+def output_path(output_dir: Path, source: Source) -> Path:
+    """Where a source's conversion goes under an output directory."""
+    return output_dir / source.rel
+
+
+def _fold(path: str) -> str:
+    """A path as a case-insensitive (and normalisation-insensitive, as on macOS) file system sees it."""
+    return unicodedata.normalize("NFC", path).casefold()
+
+
+def check_outputs(outputs: Iterable[Output], inputs: Iterable[os.PathLike | str],
+                  trees: Iterable[os.PathLike | str] = ()) -> None:
+    """The check made before anything is written: InputError (one line, naming both sides) when an output would
+    land on an input (the link itself or what it points to), inside one of the input ``trees``, or where another
+    output of the same run goes. Directories are resolved first; paths that differ only in letter case or Unicode
+    normalisation count as one, since they are one file on case-insensitive file systems."""
+    taken: dict[str, tuple[str, str]] = {}  # folded path -> (path as written, input as given)
+    for path in inputs:
+        for where in dict.fromkeys((_where(path), os.path.realpath(path))):
+            taken.setdefault(_fold(where), (where, show(path)))
+    tree_keys = [(_fold(os.path.realpath(t)), show(t)) for t in trees]
+    planned: dict[str, tuple[str, Output]] = {}
+    for out in outputs:
+        where = _where(out.path)
+        key = _fold(where)
+        if key in taken:
+            exact, name = taken[key]
+            case = "" if exact == where else " where letter case is ignored"
+            raise InputError(f"{show(out.path)}: {out.what} would overwrite the input {name}{case}; nothing written")
+        for tree_key, name in tree_keys:
+            if key.startswith(tree_key.rstrip(os.sep) + os.sep):
+                raise InputError(f"{show(out.path)}: {out.what} would be written inside the input tree {name}; "
+                                 "nothing written")
+        if key in planned:
+            exact, first = planned[key]
+            case = "" if exact == where else \
+                f" where letter case is ignored (as {show(first.path)} and {show(out.path)})"
+            raise InputError(f"{show(out.path)}: {first.what} and {out.what} would both be written here{case}; "
+                             "nothing written")
+        planned[key] = (where, out)
+
+
+def plan_output_dir(output_dir: Path, sources: list[Source], inputs: Iterable[Path]) -> None:
+    """Check an output directory for a conversion run before anything is written (InputError when it cannot be
+    used): it is not a file nor inside an input directory, and no output lands on an input, inside an input
+    tree, or on another output."""
+    inputs = list(inputs)
+    if output_dir.exists() and not output_dir.is_dir():
+        raise InputError(f"{output_dir}: --output-dir must be a directory, and this is a file")
+    out = output_dir.resolve()
+    for p in inputs:
+        root = p.resolve()
+        if root.is_dir() and (out == root or root in out.parents):
+            raise InputError(f"{output_dir}: --output-dir is inside the input tree {p}; choose a directory "
+                             "outside it")
+    check_outputs((Output(output_path(output_dir, s), f"the output of {show(s.path)}") for s in sources
+                   if s.skip is None),
+                  [*(s.path for s in sources), *(p for p in inputs if not p.is_dir())],
+                  [p for p in inputs if p.is_dir()])
+
+
+# -- signals --------------------------------------------------------------------------------------------------
+
+class Interrupted(BaseException):
+    """SIGINT or SIGTERM stopped a run, never in the middle of a write (one under way is completed first). A
+    BaseException, so that neither ``except Exception`` nor click's own Ctrl-C handling takes it."""
+
+    def __init__(self, signum: int, results: list | None = None) -> None:
+        super().__init__(signum)
+        self.signum = signum
+        self.results = results or []
+
+    @property
+    def name(self) -> str:
+        return signal.Signals(self.signum).name
+
+    @property
+    def exit_code(self) -> int:
+        return 128 + self.signum
+
 
 class _Hold:
     depth = 0
     pending: int | None = None
     action: Callable[[int], None] | None = None
+    swallowed: int | None = None  # a signal whose Interrupted was raised where it could not propagate
+
+
+def interrupt(signum: int, frame=None) -> None:
+    """The signal handler for SIGINT/SIGTERM in hipport's main thread: raise Interrupted, or, while a write is under
+    way, once it is done (see :func:`critical`; the action is set by :func:`on_deferred_signal`)."""
+    if not defer_signal(signum):
+        raise Interrupted(signum)
+
+
+def _unraisable(hook):
+    def report(unraisable) -> None:
+        # An exception raised inside a ctypes callback (libclang's AST visitor) is only reported, never propagated:
+        # remember the signal for raise_if_interrupted instead of printing it.
+        if isinstance(unraisable.exc_value, Interrupted):
+            _Hold.swallowed = unraisable.exc_value.signum
+            return
+        hook(unraisable)
+
+    report.hipport = True
+    return report
+
+
+def raise_if_interrupted() -> None:
+    """Raise the Interrupted a signal raised where it could not propagate (in a ctypes callback). Called between
+    files."""
+    if _Hold.swallowed is not None:
+        signum, _Hold.swallowed = _Hold.swallowed, None
+        raise Interrupted(signum)
+
+
+@contextlib.contextmanager
+def catching_swallowed_interrupts() -> Iterator[None]:
+    """Within: an Interrupted raised in a ctypes callback is remembered for :func:`raise_if_interrupted`."""
+    old = sys.unraisablehook
+    if getattr(old, "hipport", False):
+        yield
+        return
+    _Hold.swallowed = None
+    sys.unraisablehook = _unraisable(old)
+    try:
+        yield
+    finally:
+        sys.unraisablehook = old
+        _Hold.swallowed = None
 
 
 def defer_signal(signum: int) -> bool:

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 import hipport.convert.runner as runner
+import hipport.files as files
 from hipport.convert import ConvertOptions
 from hipport.convert.runner import convert_tree
 from hipport.files import collect_sources, show
@@ -38,7 +39,7 @@ MESSAGES = {
     NON_UTF8: "{p}: looks binary; skipped",
     "utf16.cu": "{p}: UTF-16 text; hipport reads 8-bit text only (UTF-8, Latin-1...); skipped",
     "fifo.cu": "{p}: a FIFO, not a source file; skipped",
-    "outside.cu": "{p}: symlink to {out}, outside the input tree; not followed (--follow-symlinks converts it)",
+    "outside.cu": "{p}: symlink to {out}, outside the input tree; not followed without --follow-symlinks",
     "broken.cu": "{p}: broken symlink (its target missing.cu does not exist); skipped",
     "loop_a.cu": "{p}: symlink loop; skipped",
     "loop_b.cu": "{p}: symlink loop; skipped",
@@ -215,14 +216,14 @@ def two_files(tmp_path: Path) -> Path:
 def test_unreadable_file_is_named_and_the_rest_converted(tmp_path, rules, monkeypatch):
     # Tests run as root, where chmod 0 does not stop reading: make the read fail the way it fails for a user.
     root = two_files(tmp_path)
-    real_read = runner.read_source
+    real_read = files.read_source  # convert and audit both read through files.load_source
 
     def read(path):
         if path.name == "a.cu":
             raise PermissionError(13, "Permission denied", str(path))
         return real_read(path)
 
-    monkeypatch.setattr(runner, "read_source", read)
+    monkeypatch.setattr(files, "read_source", read)
     errors = run_tree(root, rules)
     assert errors == {"a.cu": f"{root / 'a.cu'}: cannot read (Permission denied); check permissions", "b.cu": None}
     assert (root / "a.cu").read_bytes() == CUDA and (root / "b.cu").read_bytes() == HIP
@@ -345,12 +346,14 @@ def test_output_would_overwrite_its_own_source(tmp_path):
     (tmp_path / "a" / "k.cu").write_bytes(CUDA)
     (tmp_path / "b" / "m.cu").write_bytes(CUDA)
     # Two inputs keep their names under the output directory, which here is their parent: a/k.cu -> a/k.cu.
+    # Refused as a whole before anything is written (issue 11, item 1), naming the first collision.
     r = hipport("convert", tmp_path / "a", tmp_path / "b", "-o", tmp_path)
-    assert r.returncode == EXIT_FAILED
-    assert sorted(error_lines(r.stderr)) == sorted(
-        f"{tmp_path / d / n}: the output would overwrite its own source; not written"
-        for d, n in (("a", "k.cu"), ("b", "m.cu")))
+    assert r.returncode == 2
+    k = tmp_path / "a" / "k.cu"
+    assert r.stderr.decode().splitlines() == [
+        f"hipport: error: {k}: the output of {k} would overwrite the input {k}; nothing written"]
     assert (tmp_path / "a" / "k.cu").read_bytes() == CUDA
+    assert (tmp_path / "b" / "m.cu").read_bytes() == CUDA
 
 
 # -- size ---------------------------------------------------------------------------------------------------------

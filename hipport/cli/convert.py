@@ -29,7 +29,7 @@ from hipport.convert.runner import (
 )
 from hipport.convert.summary import summarize
 from hipport.diffs import unified_diff
-from hipport.files import InputError, collect_sources
+from hipport.files import InputError, collect_sources, plan_output_dir
 from hipport.hipify_perl import hipify_perl_dirs
 from hipport.report.text import render_summary
 from hipport.rocm import NEWEST_ROCM, VersionError, detect_installed, parse_rocm_version
@@ -63,7 +63,9 @@ def _interruptible(command):
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--output-dir", "-o", type=click.Path(path_type=Path, file_okay=False),
               help="Write converted files under DIR, mirroring the input tree; sources are not touched. "
-                   "One input directory is mirrored as its contents; several inputs keep their own names.")
+                   "One input directory is mirrored as its contents; several inputs keep their own names. "
+                   "Refused (exit 2, before anything is written) when an output would land on an input, inside "
+                   "an input tree, or on another output; names differing only in letter case count as one.")
 @click.option("--diff", "diff_mode", is_flag=True, help="Print a unified diff on stdout; write nothing.")
 @click.option("--check", is_flag=True, help="Write nothing; exit 1 if any file would change (for CI).")
 @click.option("--stdout", "to_stdout", is_flag=True, help="Print the converted file on stdout (one file only).")
@@ -77,7 +79,9 @@ def _interruptible(command):
                    "`hipLaunchKernelGGL(k, dim3(g), dim3(b), shm, stream, ...)`.")
 @config_option
 @click.option("--exclude", multiple=True, metavar="GLOB",
-              help="Skip files and directories whose relative path or name matches GLOB (repeatable).")
+              help="Skip files and directories whose relative path or name matches GLOB (repeatable): below an "
+                   "input directory, or a named file as given. The settings' `exclude` patterns are relative to "
+                   "the settings file's directory and apply however files are named.")
 @click.option("--rules", "rule_dirs", multiple=True, type=click.Path(path_type=Path, file_okay=False),
               metavar="DIR", help="Extra rule directory whose entries win over the built-in ones (repeatable).")
 @click.option("--hipify-perl", "hipify_perl", type=click.Path(path_type=Path), metavar="PATH",
@@ -117,7 +121,8 @@ def convert(paths, output_dir, diff_mode, check, to_stdout, roc, rocm_version, l
     Exit status:
       0  nothing to change, or every change written
       1  --check found files that would change
-      2  usage error or malformed rule file
+      2  usage error, malformed rule file, or an --output-dir whose outputs would land on an input or on
+         each other (nothing is written)
       3  some files were not converted: unreadable, binary ("looks binary; skipped"), read-only without
          --force, symlinks not followed, changed on disk during the run... (each is named in one line;
          the others were processed)
@@ -132,8 +137,8 @@ def convert(paths, output_dir, diff_mode, check, to_stdout, roc, rocm_version, l
         config = load_config(config_path if config_path is not None else find_config())
         rocm = _rocm_target(rocm_version or config.get("rocm-version"))
         rules = load_rules([*hipify_perl_dirs(hipify_perl, no_hipify_perl, config), *config.paths("rules"), *rule_dirs])
-        sources = collect_sources(list(paths), (*config.get("exclude", []), *exclude),
-                                  follow_symlinks=follow_symlinks, report_skipped=True)
+        sources = collect_sources(list(paths), exclude, follow_symlinks=follow_symlinks, report_skipped=True,
+                                  project_exclude=tuple(config.get("exclude", [])), project_dir=config.base)
     except (RuleError, InputError, ConfigError, VersionError) as exc:
         fail(str(exc))
     roc = roc or config.get("roc", False)
@@ -141,7 +146,10 @@ def convert(paths, output_dir, diff_mode, check, to_stdout, roc, rocm_version, l
     if to_stdout and (len(sources) != 1 or not paths[0].is_file()):
         fail("--stdout takes exactly one source file")
     if output_dir is not None:
-        _check_output_dir(output_dir, paths)
+        try:
+            plan_output_dir(output_dir, sources, paths)
+        except InputError as exc:
+            fail(str(exc))
     write = "outdir" if output_dir is not None else ("none" if (diff_mode or check or to_stdout) else "inplace")
     err = Console(stderr=True, quiet=quiet, highlight=False)
     suggestions = _suggestion_ids(select) if apply_suggestions else None
@@ -220,13 +228,3 @@ def _rocm_target(text: str | None) -> tuple[int, int]:
     if text:
         return parse_rocm_version(text)
     return detect_installed() or NEWEST_ROCM
-
-
-def _check_output_dir(output_dir: Path, inputs: tuple[Path, ...]) -> None:
-    out = output_dir.resolve()
-    if output_dir.exists() and not output_dir.is_dir():
-        fail(f"{output_dir}: --output-dir must be a directory, and this is a file")
-    for p in inputs:
-        root = p.resolve()
-        if root.is_dir() and (out == root or root in out.parents):
-            fail(f"{output_dir}: --output-dir is inside the input tree {p}; choose a directory outside it")

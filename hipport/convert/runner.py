@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import errno
 import multiprocessing
 import multiprocessing.pool
 import os
@@ -18,13 +17,16 @@ from hipport.convert.context import ConvertOptions
 from hipport.convert.engine import convert_source
 from hipport.files import (
     InputError,
+    Interrupted,
     Source,
-    binary_reason,
+    catching_swallowed_interrupts,
     critical,
-    defer_signal,
+    interrupt,
     is_read_only,
+    load_source,
     on_deferred_signal,
-    read_source,
+    output_path,
+    raise_if_interrupted,
     remove_stale_temps,
     show,
     write_atomic,
@@ -39,48 +41,16 @@ PostStep = Callable[[FileResult], None]
 
 
 
-class Interrupted(BaseException):
-    """SIGINT or SIGTERM stopped a run between two writes (a write under way was completed first)."""
-
-    def __init__(self, signum: int, results: list[FileResult] | None = None) -> None:
-        super().__init__(signum)
-        self.signum = signum
-        self.results = results or []
-
-    @property
-    def name(self) -> str:
-        return signal.Signals(self.signum).name
-
-    @property
-    def exit_code(self) -> int:
-        return 128 + self.signum
-
-
-def _read_error(path: Path, exc: OSError) -> str:
-    if exc.errno == errno.ENOENT:
-        return f"{show(path)}: vanished before hipport could read it; skipped"
-    if exc.errno == errno.ELOOP:
-        return f"{show(path)}: symlink loop; skipped"
-    return f"{show(path)}: cannot read ({exc.strerror}); check permissions"
-
-
 def convert_one(source: Source, rules: RuleSet, options: ConvertOptions,
                 cache: ResultCache | None = None, post: PostStep | None = None) -> tuple[FileResult, object]:
     """Convert one file; a file that cannot be read, is binary or cannot be lexed comes back with ``error`` set
     (a one-line message naming it), never raises. ``post``, when given, works on the converted result before it
     is cached or written (the audit's suggested patches, wired in by the command line)."""
     path = str(source.path)
-    if source.skip is not None:
-        return FileResult(path, b"", None, error=source.skip), None
     try:
-        src, st = read_source(source.path)
+        src, st = load_source(source)
     except InputError as exc:
         return FileResult(path, b"", None, error=str(exc)), None
-    except OSError as exc:
-        return FileResult(path, b"", None, error=_read_error(source.path, exc)), None
-    reason = binary_reason(src)
-    if reason is not None:
-        return FileResult(path, src, None, error=f"{show(path)}: {reason}"), st
     key = os.fsencode(path) + b"\0" + src
     cached = cache.get(key) if cache is not None else None
     if cached is not None:
@@ -131,7 +101,7 @@ def _process(source: Source, rules: RuleSet, options: ConvertOptions, write: str
             target = Path(os.path.realpath(source.path))
             write_atomic(target, result.after, expect=st, expect_data=result.before)
         elif write == "outdir":
-            target = output_dir / source.rel
+            target = output_path(output_dir, source)
             if os.path.realpath(target) == os.path.realpath(source.path):
                 result.error = f"{show(target)}: the output would overwrite its own source; not written"
                 return result
@@ -169,11 +139,6 @@ def _raise_interrupted(signum: int) -> None:
     raise Interrupted(signum)
 
 
-def _main_signal(signum, frame) -> None:
-    if not defer_signal(signum):
-        raise Interrupted(signum)
-
-
 @contextlib.contextmanager
 def signals_handled() -> Iterator[None]:
     """SIGTERM behaves like Ctrl-C: both raise Interrupted in the main thread, never in the middle of a write
@@ -184,9 +149,10 @@ def signals_handled() -> Iterator[None]:
     old = {s: signal.getsignal(s) for s in _SIGNALS}
     old_action = on_deferred_signal(_raise_interrupted)
     for s in _SIGNALS:
-        signal.signal(s, _main_signal)
+        signal.signal(s, interrupt)
     try:
-        yield
+        with catching_swallowed_interrupts():
+            yield
     finally:
         for s, handler in old.items():
             signal.signal(s, handler)
@@ -197,7 +163,7 @@ def _stale_temp_dirs(sources: list[Source], write: str, output_dir: Path | None)
     if write == "inplace":
         return {Path(os.path.realpath(s.path)).parent for s in sources if s.skip is None}
     if write == "outdir" and output_dir is not None:
-        return {(output_dir / s.rel).parent for s in sources if s.skip is None}
+        return {output_path(output_dir, s).parent for s in sources if s.skip is None}
     return set()
 
 
@@ -229,6 +195,7 @@ def convert_tree(
                                   post)
                 return results
             for source in sources:
+                raise_if_interrupted()
                 result = _process(source, rules, options, write, output_dir, force, cache=cache, post=post)
                 results.append(result)
                 if on_result is not None:
