@@ -3,9 +3,11 @@ suggested fix where one can be given. Never writes sources; `apply_suggestions` 
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
 
+from hipport.audit import helpers
 from hipport.audit.checks import (
     atomics,
     ballot,
@@ -41,6 +43,8 @@ class AuditOptions:
     rocm_version: tuple[int, ...] = NEWEST_ROCM
     select: frozenset[str] = field(default_factory=frozenset)   # empty: every rule
     ignore: frozenset[str] = field(default_factory=frozenset)
+    # Folders searched for `#include "..."` headers after the including file's own (the project's -I folders).
+    include_dirs: tuple[str, ...] = ()
 
     def wants(self, rule_id: str) -> bool:
         return (not self.select or rule_id in self.select) and rule_id not in self.ignore
@@ -63,12 +67,20 @@ def _suppressed(ctx: Context) -> dict[int, set[str]]:
     return out
 
 
-def audit_source(src: bytes, path: str = "<stdin>", options: AuditOptions = AuditOptions()) -> list[Finding]:
-    """Findings for one file's bytes, sorted by position. Raises scan.LexError when libclang cannot read it."""
-    hazards = load_hazards()
-    ctx = Context(src, path, options, hazards)
+def run_checks(src: bytes, path: str, options: AuditOptions) -> Context:
+    """Every check over one file; the findings are left in ``ctx.findings``, unfiltered."""
+    ctx = Context(src, path, options, load_hazards())
     for check in CHECKS:
         check(ctx)
+    return ctx
+
+
+def audit_source(src: bytes, path: str = "<stdin>", options: AuditOptions = AuditOptions()) -> list[Finding]:
+    """Findings for one file's bytes, sorted by position. Raises scan.LexError when libclang cannot read it."""
+    ctx = run_checks(src, path, options)
+    label = os.path.basename(path)
+    helpers.report_calls(ctx, helpers.summarise(ctx, list(ctx.findings), label), local=True)
+    helpers.report_calls(ctx, helpers.helpers_of_includes(ctx, path, options), local=False)
     silenced = _suppressed(ctx)
     seen = set()
     out = []

@@ -1,0 +1,100 @@
+"""The audit follows values one step beyond a line: helpers defined in an included header are reported at their
+calls, and a lane mask is followed through copies and a helper's parameter to the built-in that receives it."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from hipport.audit import AuditOptions, audit_source
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "audit_values"
+_ANNOTATION = re.compile(r"//\s*(expect|ok):\s*([a-z0-9-]+)")
+
+
+def _annotations(text: str) -> tuple[dict[int, set[str]], dict[int, set[str]]]:
+    expect: dict[int, set[str]] = {}
+    ok: dict[int, set[str]] = {}
+    for n, line in enumerate(text.splitlines(), 1):
+        for kind, rule in _ANNOTATION.findall(line):
+            (expect if kind == "expect" else ok).setdefault(n, set()).add(rule)
+    return expect, ok
+
+
+def _by_line(findings) -> dict[int, set[str]]:
+    out: dict[int, set[str]] = {}
+    for f in findings:
+        out.setdefault(f.line, set()).add(f.rule_id)
+    return out
+
+
+def test_helper_calls_and_masks_follow_the_annotations():
+    path = FIXTURES / "reduce_kernels.cu"
+    expect, ok = _annotations(path.read_text())
+    assert expect and ok
+    got = _by_line(audit_source(path.read_bytes(), str(path)))
+    for line, rules in expect.items():
+        assert rules <= got.get(line, set()), f"line {line}: expected {rules}, got {got.get(line)}"
+    for line, rules in ok.items():
+        assert not rules & got.get(line, set()), f"line {line}: {rules & got[line]} is a false alarm"
+
+
+def test_the_call_names_the_definition():
+    path = FIXTURES / "reduce_kernels.cu"
+    findings = [f for f in audit_source(path.read_bytes(), str(path)) if f.line == 7]
+    assert len(findings) == 1
+    assert "`warpReduceSum` (defined at reduce_common.cuh:4)" in findings[0].message
+    assert findings[0].severity == "warning" and findings[0].confidence == "medium"
+
+
+def test_without_the_header_nothing_is_guessed(tmp_path):
+    lone = tmp_path / "reduce_kernels.cu"
+    shutil.copy(FIXTURES / "reduce_kernels.cu", lone)
+    assert [f for f in audit_source(lone.read_bytes(), str(lone)) if "defined at" in f.message] == []
+
+
+def test_headers_are_found_in_the_include_folders(tmp_path):
+    (tmp_path / "include").mkdir()
+    (tmp_path / "src").mkdir()
+    shutil.copy(FIXTURES / "reduce_common.cuh", tmp_path / "include")
+    kernel = tmp_path / "src" / "reduce_kernels.cu"
+    shutil.copy(FIXTURES / "reduce_kernels.cu", kernel)
+    plain = audit_source(kernel.read_bytes(), str(kernel))
+    assert not [f for f in plain if "defined at" in f.message]
+    with_dirs = audit_source(kernel.read_bytes(), str(kernel),
+                             AuditOptions(include_dirs=(str(tmp_path / "include"),)))
+    assert {f.line for f in with_dirs if "defined at reduce_common.cuh" in f.message} == {7, 17, 18}
+
+
+def test_a_mask_before_rocm_6_2_is_not_a_64_bit_question():
+    # Before ROCm 6.2 the *_sync built-ins do not exist: the mask is dropped, so its width does not matter.
+    path = FIXTURES / "reduce_kernels.cu"
+    findings = audit_source(path.read_bytes(), str(path), AuditOptions(rocm_version=(6, 1)))
+    assert not [f for f in findings if f.rule_id == "warp-mask-32bit" and "reaches the lane mask" in f.message]
+
+
+def test_helper_in_the_same_file_is_reported_once_at_its_definition():
+    # The finding stands a few lines above the call: saying it again at each call would be noise. A 32-bit mask
+    # passed to a helper of the same file is a new hazard at the call, though.
+    src = b"""__device__ float sum32(float v) {
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffffffffffull, v, o);
+    return v;
+}
+__device__ float pick(unsigned long long m, float v) { return __shfl_sync(m, v, 0); }
+__global__ void k(float* out) { out[threadIdx.x] = sum32(out[threadIdx.x]); }
+__global__ void j(float* out) { out[threadIdx.x] = pick(0xffffffffu, out[threadIdx.x]); }
+"""
+    by_line = _by_line(audit_source(src, "k.cu"))
+    assert "warp-loop-32" in by_line.get(2, set())
+    assert "warp-loop-32" not in by_line.get(6, set())
+    assert "warp-mask-32bit" in by_line.get(7, set())
+
+
+def test_cli_reports_the_helper_at_the_call():
+    proc = subprocess.run([sys.executable, "-m", "hipport", "audit", "reduce_kernels.cu", "--no-cache", "-q"],
+                          cwd=FIXTURES, capture_output=True, text=True)
+    assert proc.returncode == 1, proc.stderr
+    assert "reduce_kernels.cu:7:9: warning warp-loop-32: `warpReduceSum` (defined at reduce_common.cuh:4)" in proc.stdout
