@@ -9,6 +9,7 @@ finding gets a summary, and every call to it is reported at the call, naming the
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -185,6 +186,27 @@ def header_helpers(path: str, mtime_ns: int, size: int, options) -> dict[str, He
     except Exception:  # noqa: BLE001 - a header that cannot be lexed has no summary; its own audit says why
         return {}
     return summarise(ctx, ctx.findings, os.path.basename(path))
+
+
+_QUOTED_INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*"([^"\n]+)"', re.M)
+
+
+def dependency_key(src: bytes, path: str, include_dirs: tuple[str, ...] = ()) -> bytes:
+    """What a file's audit depends on besides its own bytes: the headers it includes with quotes, by path, size
+    and modification time, so that a cached result is not reused after one of them changed."""
+    here = os.path.dirname(os.path.abspath(path))
+    parts = []
+    for m in _QUOTED_INCLUDE.finditer(src):
+        name = m.group(1).decode("utf-8", "replace")
+        for folder in (here, *include_dirs):
+            candidate = os.path.normpath(os.path.join(folder, name))
+            try:
+                st = os.stat(candidate)
+            except OSError:
+                continue
+            parts.append(f"{candidate}\0{st.st_size}\0{st.st_mtime_ns}")
+            break
+    return "\n".join(parts).encode("utf-8", "surrogateescape")
 
 
 def helpers_of_includes(ctx: Context, path: str, options) -> dict[str, Helper]:

@@ -23,6 +23,7 @@ from hipport.audit.hazards import (
     load_hazards,
     parse_version,
 )
+from hipport.audit.helpers import dependency_key
 from hipport.cache import ResultCache, rules_fingerprint
 from hipport.cli.options import cache_dir_option, config_option, fail, jobs_option
 from hipport.config import ConfigError, find_config, load_config
@@ -92,7 +93,7 @@ def _audit_one(source, options: AuditOptions, cache: ResultCache | None):
         src = source.path.read_bytes()
     except OSError as exc:
         return source, b"", [], f"cannot read ({exc.strerror}); check permissions"
-    key = os.fsencode(path) + b"\0" + src
+    key = os.fsencode(path) + b"\0" + src + b"\0" + dependency_key(src, path, options.include_dirs)
     findings = cache.get(key) if cache is not None else None
     if findings is None:
         try:
