@@ -3,11 +3,14 @@ checks live in hipport.audit and hipport.audit.checks."""
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import multiprocessing
 import os
+import posixpath
 import re
+import signal
 import sys
 from collections import Counter
 from concurrent.futures import ProcessPoolExecutor
@@ -28,7 +31,17 @@ from hipport.cache import ResultCache, rules_fingerprint
 from hipport.cli.options import cache_dir_option, config_option, fail, jobs_option
 from hipport.config import ConfigError, find_config, load_config
 from hipport.convert.runner import PARALLEL_MIN_FILES, default_jobs
-from hipport.files import InputError, collect_sources
+from hipport.files import (
+    InputError,
+    Output,
+    check_outputs,
+    collect_sources,
+    load_source,
+    project_path,
+    raise_if_interrupted,
+    show,
+    write_atomic,
+)
 from hipport.report import DEFAULT_NAMES, REPORT_FORMATS, render
 from hipport.report.model import (
     AuditReport,
@@ -57,10 +70,19 @@ def normalise_line(text: bytes | str) -> str:
 
 
 def baseline_key(path: str, rule_id: str, line_text: bytes | str) -> tuple[str, str, str]:
+    """``path`` is project-relative (files.project_path), so a key does not depend on how hipport was called."""
     return (Path(path).as_posix(), rule_id, normalise_line(line_text))
 
 
-def _load_baseline(path: Path) -> Counter:
+def _baseline_path(stored: str, base: Path) -> str:
+    """A path read from a baseline, as project_path would give it (older baselines may hold `./x` or absolute
+    paths)."""
+    if posixpath.isabs(stored) or os.path.isabs(stored):
+        return project_path(stored, base)
+    return posixpath.normpath(stored)
+
+
+def _load_baseline(path: Path, base: Path) -> Counter:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -73,33 +95,44 @@ def _load_baseline(path: Path) -> Counter:
     counts: Counter = Counter()
     for k, entry in enumerate(data["findings"]):
         try:
-            counts[(entry["path"], entry["rule"], normalise_line(entry["line"]))] += int(entry.get("count", 1))
+            counts[(_baseline_path(entry["path"], base), entry["rule"], normalise_line(entry["line"]))] += int(
+                entry.get("count", 1))
         except (KeyError, TypeError, ValueError):
             fail(f"{path}: findings[{k}] needs `path`, `rule` and `line`")
     return counts
 
 
+def _check_baseline_target(path: Path) -> None:
+    parent = path.parent
+    if not parent.is_dir():
+        fail(f"{show(path)}: cannot write the baseline: {show(parent)} is not a directory")
+
+
 def _write_baseline(path: Path, keys: Counter) -> None:
     entries = [{"path": p, "rule": r, "line": t, **({"count": c} if c > 1 else {})}
                for (p, r, t), c in sorted(keys.items())]
-    path.write_text(json.dumps({"version": BASELINE_VERSION, "findings": entries}, indent=1) + "\n",
-                    encoding="utf-8")
+    data = (json.dumps({"version": BASELINE_VERSION, "findings": entries}, indent=1) + "\n").encode("utf-8")
+    try:
+        write_atomic(path, data)
+    except (OSError, InputError) as exc:
+        fail(f"{show(path)}: cannot write the baseline ({getattr(exc, 'strerror', None) or exc})")
 
 
 def _audit_one(source, options: AuditOptions, cache: ResultCache | None):
-    """(source, bytes, findings, problem): a file that cannot be read or lexed comes back as a problem."""
+    """(source, bytes, findings, problem): a file that cannot be used (read as `hipport convert` reads it,
+    files.load_source) or lexed comes back with a problem, a one-line message naming it."""
     path = str(source.path)
     try:
-        src = source.path.read_bytes()
-    except OSError as exc:
-        return source, b"", [], f"cannot read ({exc.strerror}); check permissions"
+        src, _ = load_source(source)
+    except InputError as exc:
+        return source, b"", [], str(exc)
     key = os.fsencode(path) + b"\0" + src + b"\0" + dependency_key(src, path, options.include_dirs)
     findings = cache.get(key) if cache is not None else None
     if findings is None:
         try:
             findings = audit_source(src, path, options)
         except LexError as exc:
-            return source, src, [], str(exc)
+            return source, src, [], f"{show(path)}: {exc}"
         if cache is not None:
             cache.put(key, findings)
     return source, src, findings, None
@@ -109,8 +142,11 @@ _worker_args: tuple | None = None
 
 
 def _init_worker(args: tuple) -> None:
+    """Workers ignore SIGINT (even sent to the whole process group): the main process stops the pool."""
     global _worker_args
     _worker_args = args
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 
 def _audit_in_worker(source):
@@ -122,18 +158,34 @@ def audit_files(sources, options: AuditOptions, jobs: int, cache: ResultCache | 
     if jobs > 1 and len(sources) >= PARALLEL_MIN_FILES:
         context = multiprocessing.get_context("fork")
         chunk = max(1, min(16, len(sources) // (jobs * 8)))
-        with ProcessPoolExecutor(jobs, mp_context=context, initializer=_init_worker,
-                                 initargs=((options, cache),)) as pool:
-            yield from pool.map(_audit_in_worker, sources, chunksize=chunk)
+        pool = ProcessPoolExecutor(jobs, mp_context=context, initializer=_init_worker, initargs=((options, cache),))
+        # Workers start with SIGINT blocked until they ignore it: a Ctrl-C now reaches this process only.
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        try:
+            results = pool.map(_audit_in_worker, sources, chunksize=chunk)
+        finally:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+        try:
+            yield from results
+        except BaseException:  # interrupted (or closed early): drop what has not started
+            pool.shutdown(wait=True, cancel_futures=True)
+            raise
+        pool.shutdown()
         return
     for source in sources:
+        raise_if_interrupted()
         yield _audit_one(source, options, cache)
 
 
 @click.command("audit")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--exclude", multiple=True, metavar="GLOB",
-              help="Skip files and directories whose relative path or name matches GLOB (repeatable).")
+              help="Skip files and directories whose relative path or name matches GLOB (repeatable): below an "
+                   "input directory, or a named file as given. The settings' `exclude` patterns are relative to "
+                   "the settings file's directory and apply however files are named.")
+@click.option("--follow-symlinks", is_flag=True,
+              help="Enter symlinked directories and read symlinked files whose target lies outside the input tree. "
+                   "Default: not followed, each named (exit 3), as `hipport convert` does.")
 @click.option("--offload-arch", "archs", multiple=True, metavar="ARCH[,ARCH...]",
               help=f"GPU targets to judge against (comma-separated or repeated), e.g. gfx90a,gfx1100. gfx8/gfx9 run "
                    f"64-lane wavefronts, gfx10+ 32. Default: {','.join(DEFAULT_ARCHS)}.")
@@ -150,15 +202,19 @@ def audit_files(sources, options: AuditOptions, jobs: int, cache: ResultCache | 
                    "project's `fail-on` setting, else warning.")
 @click.option("--baseline", "baseline", type=click.Path(path_type=Path, dir_okay=False), metavar="FILE",
               help="JSON file of accepted findings: only findings not in it are reported. Findings match by path, "
-                   "rule and the text of their source line, so edits elsewhere in the file keep the match. "
-                   "Default: the project's `baseline` setting.")
+                   "rule and the text of their source line, so edits elsewhere in the file keep the match. Paths "
+                   "are relative to the project directory (the settings file's, else the repository root), "
+                   "whatever the current directory. Default: the project's `baseline` setting.")
 @click.option("--write-baseline", "write_baseline", type=click.Path(path_type=Path, dir_okay=False),
-              metavar="FILE", help="Write every current finding to FILE as a baseline, then exit 0.")
+              metavar="FILE", help="Write every current finding to FILE (in an existing directory) as a baseline, "
+                                   "then exit 0 (3 if some files could not be read).")
 @click.option("--report", "reports", multiple=True, type=click.Choice(REPORT_FORMATS), metavar="FORMAT",
               help="Report format: text (default), html, json, sarif or markdown. Repeat for several at once.")
-@click.option("-o", "--output", type=click.Path(path_type=Path), metavar="PATH",
-              help="Where the report goes. With one --report: a file (`-` for stdout; an existing directory gets "
-                   "the default name). With several: a directory, created if needed.")
+@click.option("-o", "--output", type=click.Path(), metavar="PATH",
+              help="Where the reports go. `-`: stdout (one report). A path ending in / or an existing directory is "
+                   "a directory, created if needed, that gets each report under its default name "
+                   "(hipport-report.<ext>); so is any path when several --report are given. Otherwise the one "
+                   "report is written to that file.")
 @click.option("--output-dir", type=click.Path(path_type=Path, file_okay=False), metavar="DIR",
               help="Write every report into DIR under its default name (hipport-report.txt, .html, .json, "
                    ".sarif, .md).")
@@ -171,8 +227,8 @@ def audit_files(sources, options: AuditOptions, jobs: int, cache: ResultCache | 
 @click.option("-q", "--quiet", is_flag=True, help="One line per finding; no source lines, patches or summary.")
 @click.option("-v", "--verbose", is_flag=True,
               help="Also print each finding's confidence and the rule's summary, and every file audited.")
-def audit(paths, exclude, archs, rocm, select, ignore, fail_on, baseline, write_baseline, reports, output, output_dir,
-          config_path, jobs, no_cache, cache_dir, quiet, verbose):
+def audit(paths, exclude, follow_symlinks, archs, rocm, select, ignore, fail_on, baseline, write_baseline, reports,
+          output, output_dir, config_path, jobs, no_cache, cache_dir, quiet, verbose):
     """Report wave64, lane-mask, warpSize and atomics hazards in CUDA or HIP sources under PATHS.
 
     PATHS are files or directories, selected as `hipport convert` selects them. Sources are never written.
@@ -203,14 +259,20 @@ def audit(paths, exclude, archs, rocm, select, ignore, fail_on, baseline, write_
       no -o/--output-dir  text, or a single json/sarif/markdown report, to stdout; html and the rest
                           to ./hipport-report.<ext>
       -o FILE             the single report to FILE (`-o -`: stdout)
-      -o DIR, --output-dir DIR
-                          every report to DIR/hipport-report.<ext>
+      -o DIR/, --output-dir DIR
+                          every report to DIR/hipport-report.<ext> (-o: a path ending in /, an
+                          existing directory, or any path with several reports)
+    Reports and baselines are never written over an input file (exit 2, nothing written).
     \b
     Exit status:
       0  no finding at or above --fail-on (or --write-baseline was given)
       1  findings at or above --fail-on
-      2  usage error (bad option value, unknown rule id, unreadable baseline, malformed rule file)
-      3  some files could not be read or lexed (each is named; the others were audited)
+      2  usage error (bad option value, unknown rule id, unreadable baseline, malformed rule file, a
+         report or baseline that would overwrite an input)
+      3  some files could not be read or lexed: unreadable, binary, UTF-16, a FIFO, a broken symlink or
+         one not followed... (each is named in one line, as `hipport convert` names them; the others
+         were audited)
+      130  interrupted by SIGINT (Ctrl-C)
     """
     try:
         hazards = load_hazards()
@@ -242,13 +304,25 @@ def audit(paths, exclude, archs, rocm, select, ignore, fail_on, baseline, write_
             fail(f"{option}: unknown rule id `{unknown[0]}` (known: {', '.join(sorted(hazards))})")
     if baseline is not None and write_baseline is not None:
         fail("--baseline and --write-baseline cannot be combined")
-    accepted = _load_baseline(baseline) if baseline is not None else Counter()
+    base = config.base
+    accepted = _load_baseline(baseline, base) if baseline is not None else Counter()
     try:
-        sources = collect_sources(list(paths), (*config.get("exclude", []), *exclude))
+        sources = collect_sources(list(paths), exclude, follow_symlinks=follow_symlinks, report_skipped=True,
+                                  project_exclude=tuple(config.get("exclude", [])), project_dir=base)
     except InputError as exc:
         fail(str(exc))
     options = AuditOptions(arch_list, rocm_version, selected, ignored)
-    plan = [] if write_baseline is not None else _plan_outputs(reports, output, output_dir)
+    if write_baseline is not None:
+        _check_baseline_target(write_baseline)
+    plan, report_dir = ([], None) if write_baseline is not None else _plan_outputs(reports, output, output_dir)
+    try:
+        check_outputs([*(Output(dest, f"the {fmt} report") for fmt, dest in plan if dest is not None),
+                       *([Output(write_baseline, "the baseline")] if write_baseline is not None else [])],
+                      [*(s.path for s in sources), *(p for p in paths if not p.is_dir())])
+    except InputError as exc:
+        fail(str(exc))
+    if report_dir is not None:
+        _make_dir(report_dir, "--output-dir" if output_dir is not None else "-o")
     rich_reports = [fmt for fmt, _ in plan if fmt != "text"]
     text_dest = next((dest for fmt, dest in plan if fmt == "text"), "none")
     converter = _converter(rocm_version, config) if rich_reports else None
@@ -267,46 +341,50 @@ def audit(paths, exclude, archs, rocm, select, ignore, fail_on, baseline, write_
     threshold = SEVERITY_RANK[fail_on]
     failing = 0
     cache = None if no_cache else ResultCache("audit", f"{rules_fingerprint()}\0{options!r}", cache_dir)
-    for source, src, findings, problem in audit_files(sources, options, jobs or default_jobs(), cache):
-        path = str(source.path)
-        if verbose:
-            err.write(f"auditing {path}\n")
-        if problem is not None:
-            err.write(f"hipport: error: {path}: {problem}\n")
-            failed += 1
+    # Closed however the loop ends: an interrupt stops the worker pool now, not when the traceback is dropped.
+    with contextlib.closing(audit_files(sources, options, jobs or default_jobs(), cache)) as audited:
+        for source, src, findings, problem in audited:
+            path = str(source.path)
+            if verbose:
+                err.write(f"auditing {path}\n")
+            if problem is not None:
+                err.write(f"hipport: error: {problem}\n")
+                failed += 1
+                if converter is not None:
+                    file_reports.append(failed_file(source.path, problem))
+                continue
+            lines = src.split(b"\n")
+            shown = []
+            project_rel = project_path(source.path, base)
+            for f in findings:
+                line_text = lines[f.line - 1] if f.line - 1 < len(lines) else b""
+                key = baseline_key(project_rel, f.rule_id, line_text)
+                current[key] += 1
+                if accepted[key] > 0:
+                    accepted[key] -= 1
+                    hidden += 1
+                    continue
+                shown.append(f)
+                counts[f.severity] += 1
+                if SEVERITY_RANK[f.severity] >= threshold:
+                    failing += 1
+                if write_baseline is not None:
+                    continue
+                head = f"{path}:{f.line}:{f.col}: {f.severity} {f.rule_id}: {f.message}"
+                if verbose:
+                    head += f" [confidence: {f.confidence}]"
+                out.write(head + "\n")
+                if quiet:
+                    continue
+                if verbose:
+                    out.write(f"    rule: {hazards[f.rule_id].summary}\n")
+                out.write("    " + line_text.decode("utf-8", "replace").rstrip("\r").strip() + "\n")
+                for hunk_line in suggestion_hunk(src, f):
+                    out.write("    " + hunk_line + "\n")
             if converter is not None:
-                file_reports.append(failed_file(source.path, f"{path}: {problem}"))
-            continue
-        lines = src.split(b"\n")
-        shown = []
-        for f in findings:
-            line_text = lines[f.line - 1] if f.line - 1 < len(lines) else b""
-            key = baseline_key(path, f.rule_id, line_text)
-            current[key] += 1
-            if accepted[key] > 0:
-                accepted[key] -= 1
-                hidden += 1
-                continue
-            shown.append(f)
-            counts[f.severity] += 1
-            if SEVERITY_RANK[f.severity] >= threshold:
-                failing += 1
-            if write_baseline is not None:
-                continue
-            head = f"{path}:{f.line}:{f.col}: {f.severity} {f.rule_id}: {f.message}"
-            if verbose:
-                head += f" [confidence: {f.confidence}]"
-            out.write(head + "\n")
-            if quiet:
-                continue
-            if verbose:
-                out.write(f"    rule: {hazards[f.rule_id].summary}\n")
-            out.write("    " + line_text.decode("utf-8", "replace").rstrip("\r").strip() + "\n")
-            for hunk_line in suggestion_hunk(src, f):
-                out.write("    " + hunk_line + "\n")
-        if converter is not None:
-            file_reports.append(file_report(source.path, src, shown, converter(src, path),
-                                            convert_findings=not selected))
+                file_reports.append(file_report(source.path, src, shown, converter(src, path),
+                                                convert_findings=not selected))
+    raise_if_interrupted()
     out.flush()
     if write_baseline is not None:
         _write_baseline(write_baseline, current)
@@ -333,41 +411,49 @@ def audit(paths, exclude, archs, rocm, select, ignore, fail_on, baseline, write_
     if not quiet:
         total = sum(counts.values())
         parts = ", ".join(f"{counts[s]} {s}" for s in reversed(SEVERITIES) if counts[s])
+        n = len(sources) - failed
         line = f"{total} finding{'s' if total != 1 else ''}" + (f" ({parts})" if parts else "") + \
-            f" in {len(sources)} file{'s' if len(sources) != 1 else ''}"
+            f" in {n} file{'s' if n != 1 else ''}"
         if hidden:
             line += f"; {hidden} in the baseline not shown"
+        if failed:
+            line += f"; {failed} file{'s' if failed != 1 else ''} not audited (named above)"
         err.write(line + "\n")
     if failed:
         sys.exit(EXIT_FILES_FAILED)
     sys.exit(EXIT_FINDINGS if failing else EXIT_OK)
 
 
-def _plan_outputs(reports: tuple[str, ...], output: Path | None, output_dir: Path | None) -> list:
-    """(format, destination) pairs; a destination of None means stdout. At most one report goes to stdout."""
+def _plan_outputs(reports: tuple[str, ...], output: str | None, output_dir: Path | None) -> tuple[list, Path | None]:
+    """(format, destination) pairs, a destination of None meaning stdout (at most one report goes there), and the
+    directory to create for them, if any. Nothing is created here: the plan is checked against the inputs first."""
     formats = list(dict.fromkeys(reports)) or ["text"]
     if output is not None and output_dir is not None:
         fail("-o/--output and --output-dir cannot be combined; with several reports -o takes a directory")
     if output_dir is not None:
-        _check_dir(output_dir, "--output-dir")
-        return [(fmt, output_dir / DEFAULT_NAMES[fmt]) for fmt in formats]
+        _check_dir(output_dir, "--output-dir", several=len(formats) > 1)
+        return [(fmt, output_dir / DEFAULT_NAMES[fmt]) for fmt in formats], output_dir
     if output is not None:
-        if str(output) == "-":
+        if output == "-":
             if len(formats) > 1:
                 fail("-o - (stdout) takes one --report; give a directory for several")
-            return [(formats[0], None)]
-        if len(formats) == 1:
-            dest = output / DEFAULT_NAMES[formats[0]] if output.is_dir() else output
-            return [(formats[0], dest)]
-        _check_dir(output, "-o")
-        return [(fmt, output / DEFAULT_NAMES[fmt]) for fmt in formats]
+            return [(formats[0], None)], None
+        path = Path(output)
+        if not (output.endswith(("/", os.sep)) or path.is_dir() or len(formats) > 1):
+            return [(formats[0], path)], None
+        _check_dir(path, "-o", several=len(formats) > 1)
+        return [(fmt, path / DEFAULT_NAMES[fmt]) for fmt in formats], path
     stdout_fmt = "text" if "text" in formats else (formats[0] if len(formats) == 1 and formats[0] != "html" else None)
-    return [(fmt, None if fmt == stdout_fmt else Path(DEFAULT_NAMES[fmt])) for fmt in formats]
+    return [(fmt, None if fmt == stdout_fmt else Path(DEFAULT_NAMES[fmt])) for fmt in formats], None
 
 
-def _check_dir(path: Path, option: str) -> None:
+def _check_dir(path: Path, option: str, several: bool) -> None:
     if path.exists() and not path.is_dir():
-        fail(f"{option} {path}: several reports need a directory, and this is a file")
+        need = "several reports need a directory" if several else "a directory is asked for"
+        fail(f"{option} {path}: {need}, and this is a file")
+
+
+def _make_dir(path: Path, option: str) -> None:
     try:
         path.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
