@@ -33,13 +33,15 @@ def rewrite_calls(conv: "ConversionContext") -> None:
             continue
         name = src[starts[i] : ends[i]].decode("latin-1")
         if name in sem.warp_sync:
+            if conv.user_names.is_users(i):
+                continue
             conv.claimed.add(i)
             _warp_sync(conv, i, name)
             continue
         if name not in sem.symbol_args and name not in sem.kernel_args and name not in sem.by_arity:
             continue
-        if i and tokens.text(i - 1) in (b".", b"->"):
-            continue
+        if conv.user_names.is_users(i):
+            continue  # `pool.cudaMemcpyToSymbol(...)`, `Sym::cudaMemcpyToSymbol(...)`: the user's function
         found = call_args(tokens, i)
         if found is None:
             continue

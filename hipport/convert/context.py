@@ -8,6 +8,7 @@ import re
 from dataclasses import dataclass
 
 from hipport import directives as dirs
+from hipport.convert.usernames import UserNames, macro_text_tokens
 from hipport.model import Conversion, Edit, FileResult, Finding
 from hipport.rocm import NEWEST_ROCM
 from hipport.rules import RuleSet
@@ -48,6 +49,14 @@ class ConversionContext:
         self.once: set[str] = set()         # per-file findings already given
         self.macro_values: dict[str, str] = {}
         self.skip = self._tokens_to_skip()
+        self._user_names: UserNames | None = None
+
+    @property
+    def user_names(self) -> UserNames:
+        """Which CUDA-looking names in this file are the user's own (see `usernames.py`)."""
+        if self._user_names is None:
+            self._user_names = UserNames(self)
+        return self._user_names
 
     def finding(self, rule_id: str, severity: str, offset: int, message: str, subject: str = "") -> None:
         line, col = self.lines.line_col(offset)
@@ -69,7 +78,8 @@ class ConversionContext:
         return b"\r\n" if i > 0 and self.src[i - 1] == 0x0D else b"\n"
 
     def _tokens_to_skip(self) -> bytearray:
-        """Tokens that are never renamed: header names, pragmas and diagnostics text."""
+        """Tokens that are never renamed: header names, pragmas, diagnostics text, and macro parameters and
+        operands of `#`/`##` (with the arguments a macro of the file only stringizes or pastes)."""
         skip = bytearray(len(self.tokens))
         tokens = self.tokens
         for d in self.structure.directives:
@@ -82,6 +92,8 @@ class ConversionContext:
                 body = b"".join(tokens.text(k) for k in range(d.first + 3, d.last) if tokens.kinds[k] != COMMENT)
                 self.macro_values[macro] = body.decode("latin-1")
             skip[d.first + 1 if d.first + 1 < d.last else d.first] = 1  # the directive's own name
+        for k in macro_text_tokens(tokens, self.structure):  # parameters, stringized and pasted operands
+            skip[k] = 1
         return skip
 
 

@@ -30,7 +30,7 @@ def rewrite_includes(ctx: ConversionContext) -> None:
         new_header = header
         if rule is not None:
             if rule.remove:
-                ctx.convert(d.start, d.end, b"", rule.cuda, "include")
+                _remove(ctx, d, rule.cuda)
                 continue
             if rule.unsupported:
                 ctx.finding("unsupported-header", "warning", start, f"`{rule.cuda}`: {rule.unsupported}",
@@ -38,12 +38,29 @@ def rewrite_includes(ctx: ConversionContext) -> None:
                 continue
             new_header = rocm.installed_header_layout(rule.target(roc)).encode()
             if any(block == d.block for block in seen.get(new_header, ())):
-                ctx.convert(d.start, d.end, b"", rule.cuda, "include")
+                _remove(ctx, d, rule.cuda)
                 continue
             ctx.convert(start, end, new_header, rule.cuda, "include")
         seen.setdefault(new_header, []).append(d.block)
         if new_header == HIP_RUNTIME:
             ctx.has_runtime = True
+
+
+def _remove(ctx: ConversionContext, d: dirs.Directive, cuda: str) -> None:
+    """Drop an include line; a comment on it stays, where the `#` was (`#include <cuda.h>  // why` -> `// why`)."""
+    tokens = ctx.tokens
+    comments = [k for k in range(d.first, d.last) if tokens.kinds[k] == COMMENT]
+    if not comments:
+        ctx.convert(d.start, d.end, b"", cuda, "include")
+        return
+    indent = ctx.src[d.start : tokens.starts[d.first]]
+    first = comments[0]
+    if all(tokens.kinds[k] == COMMENT for k in range(first, d.last)):
+        ctx.convert(d.start, tokens.starts[first], indent, cuda, "include")  # the comment and the newline stay
+        return
+    kept = b" ".join(tokens.text(k) for k in comments)  # `# /* a */ include <cuda.h>`: only the comments
+    end = tokens.ends[d.last - 1]
+    ctx.convert(d.start, end, indent + kept, cuda, "include")
 
 
 def _has_device_code(ctx: ConversionContext) -> bool:
