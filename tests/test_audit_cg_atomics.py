@@ -55,15 +55,20 @@ def test_cg_headers_are_reported_once():
     assert [f.rule_id for f in header] == ["cg-api-unavailable"]
 
 
-def test_atomic_spaces_without_the_parse(monkeypatch):
-    src = (FIXTURES / "atomic-float-add.spaces.cu").read_bytes()
+@pytest.mark.parametrize("name, expected", [
+    ("atomic-float-add.spaces.cu", [(29, True), (30, True), (41, True), (42, True)]),
+    ("atomic-float-add.templates.cu", [(11, True), (25, False), (31, True), (32, True)]),
+])
+def test_atomic_float_add_without_the_parse(monkeypatch, name, expected):
+    """Memory spaces, template instantiations and the file's type aliases come from the tokens alone too."""
+    src = (FIXTURES / name).read_bytes()
 
     def lines():
-        return sorted(f.line for f in audit_source(src, "s.cu") if f.rule_id == "atomic-float-add")
+        return sorted((f.line, bool(f.edits)) for f in audit_source(src, name) if f.rule_id == "atomic-float-add")
 
     with_parse = lines()
     monkeypatch.setattr(context.Context, "parsed", lambda self: None)
-    assert lines() == with_parse == [29, 30, 41, 42]
+    assert lines() == with_parse == expected
 
 
 def test_device_function_parameter_follows_its_callers():

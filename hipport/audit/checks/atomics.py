@@ -59,10 +59,11 @@ def check(ctx: Context) -> None:
         if origin is not None and origin != decl:
             root = ctx.text[origin]  # `float* row = out + k; atomicAdd(row, v)`: the memory is `out`'s
         alloc, host_name = ctx.allocation_of(root.decode("latin-1"), fn) if root else (None, "")
-        pointee, from_parse = _pointee(ctx, i, decl)
-        if alloc is None and space == "managed" and decl is not None:
-            alloc, host_name = Allocation("managed", "__managed__", ctx.lines.line_col(ctx.starts[decl])[0]), \
-                root.decode("latin-1")
+        pointee, from_parse, via = _pointee(ctx, i, decl, fn)
+        if alloc is None and decl is not None and space in ("managed", "global") and _file_scope(ctx, decl):
+            # `__managed__ float m;` / `__device__ float g;`: the variable is its own allocation
+            api, kind = ("__managed__", "managed") if space == "managed" else ("__device__", "device")
+            alloc, host_name = Allocation(kind, api, ctx.lines.line_col(ctx.starts[decl])[0]), root.decode("latin-1")
         if word.endswith(b"_system"):
             _system(ctx, i, word, root, alloc, host_name)
         if base == b"atomicAdd" and pointee in _HALF_TYPES:
@@ -71,7 +72,8 @@ def check(ctx: Context) -> None:
                        confidence="high" if from_parse else "medium", subject=pointee)
             continue
         if base == b"atomicAdd" and pointee in ("float", "double") and space not in ("lds", "private"):
-            _float_add(ctx, i, word, pointee, alloc, host_name, space, from_parse)
+            _float_add(ctx, i, word, pointee, alloc, host_name, space, from_parse, shown=via,
+                       patch="instantiated" not in via or not _other_types(via))
         if base in _PCIE_OPS and alloc is not None and alloc.kind in ("host", "host-noncoherent", "managed"):
             ctx.report(PCIE, i, f"`{word.decode()}` on `{host_name}` ({alloc.api}, line {alloc.line}): over PCIe "
                        f"only add, exchange and CAS are atomic; keep this data in `hipMalloc` memory",
@@ -141,6 +143,8 @@ _NOT_DECL = {b"return", b"case", b"goto", b"throw", b"delete", b"new", b"sizeof"
 
 
 def _starts_declaration(ctx: Context, s: int) -> bool:
+    while s < ctx.n and ctx.kinds[s] == COMMENT:
+        s += 1
     t = ctx.t(s)
     if t in _NOT_DECL:
         return False
@@ -284,27 +288,165 @@ def _param_space(ctx: Context, fn: Function, decl: int, depth: int) -> str | Non
     return spaces.pop() if len(spaces) == 1 else None
 
 
-def _pointee(ctx: Context, i: int, decl: int | None) -> tuple[str | None, bool]:
-    """Type the atomic works on: from the overload clang picks, else from the root's declaration."""
+def _pointee(ctx: Context, i: int, decl: int | None, fn: Function | None) -> tuple[str | None, bool, str]:
+    """Type the atomic works on: from the overload clang picks, else from the root's declaration (a type the
+    file defines with `#define`/`typedef`/`using`, or a template parameter, followed to what it stands for).
+    Returns (type, from the parse, how to show it when that is not the plain type)."""
     parsed = ctx.parsed()
     if parsed is not None:
         call = parsed.calls.get(ctx.starts[i])
         if call is not None and call.param_types:
             t = call.param_types[0].replace("const ", "").replace("volatile ", "").rstrip(" *")
-            return t, True
+            return t, True, ""
     if decl is None:
-        return None, False
-    words = [w.decode("latin-1") for w in _decl_words(ctx, decl) if w not in (b"const", b"volatile", b"*",
-                                                                         b"__restrict__", b"__shared__")]
+        return None, False, ""
+    words = [w for w in _decl_words(ctx, decl) if w not in (b"const", b"volatile", b"*", b"__restrict__",
+                                                           b"__shared__", b"&", b"::")]
     for w in reversed(words):
-        if w in ("float", "double") or w in _HALF_TYPES:
-            return w, False
-    return None, False
+        text = w.decode("latin-1")
+        if text in ("float", "double") or text in _HALF_TYPES:
+            return text, False, ""
+        alias = _type_alias(ctx, w)
+        if alias is not None:
+            return alias, False, f"`{text}` (`{alias}`)"
+        owner = _template_of(ctx, decl, fn)
+        if owner is not None and text in owner[1]:
+            types = _instantiated_types(ctx, owner[0], owner[1], text, 0)
+            floats = sorted(types & {"float", "double"})
+            if floats:
+                return floats[-1], False, f"`{text}` (instantiated with `{'`, `'.join(sorted(types))}`)"
+            return None, False, ""
+    return None, False, ""
+
+
+def _other_types(via: str) -> bool:
+    """A template instantiated with types other than float/double too: `unsafeAtomicAdd` would not fit them."""
+    return any(t not in ("float", "double") for t in via.split("(instantiated with ", 1)[1].strip("`)").split("`, `"))
+
+
+_BUILTIN_TYPES = {"float", "double", "int", "unsigned", "long", "short", "char", "bool", "size_t", "int32_t",
+                  "uint32_t", "int64_t", "uint64_t"} | _HALF_TYPES
+
+
+def _type_alias(ctx: Context, name: bytes) -> str | None:
+    """`float`/`double` where this file says `#define name float`, `typedef float name;` or `using name = float;`."""
+    body = ctx.macro_value(name)
+    if body is not None:
+        return ctx.text[body[0]].decode("latin-1") if len(body) == 1 and ctx.text[body[0]] in (b"float", b"double") \
+            else None
+    for k in range(ctx.n - 2):
+        if ctx.text[k] != name or ctx.kinds[k] != IDENT or ctx.t(ctx.next_code(k)) not in (b";", b"="):
+            continue
+        p = ctx.prev_code(k)
+        if ctx.t(p) in (b"float", b"double") and ctx.t(ctx.prev_code(p)) == b"typedef":
+            return ctx.text[p].decode()
+        if ctx.t(ctx.next_code(k)) == b"=" and ctx.t(p) == b"using":
+            v = ctx.next_code(ctx.next_code(k))
+            if ctx.t(v) in (b"float", b"double") and ctx.t(ctx.next_code(v)) == b";":
+                return ctx.text[v].decode()
+    return None
+
+
+def _template_header(ctx: Context, name_index: int) -> list[str]:
+    """Parameter names of the `template <...>` before the declaration whose name is at ``name_index``."""
+    k = ctx.prev_code(name_index)
+    while k >= 0 and (ctx.kinds[k] in (IDENT, KEYWORD) or ctx.text[k] in (b"*", b"&", b"::")) \
+            and ctx.text[k] != b"template":
+        k = ctx.prev_code(k)
+    if ctx.t(k) != b">":
+        return []
+    depth, j = 0, k
+    while j >= 0:
+        if ctx.text[j] == b">":
+            depth += 1
+        elif ctx.text[j] == b"<":
+            depth -= 1
+            if depth == 0:
+                break
+        j -= 1
+    if ctx.t(ctx.prev_code(j)) != b"template":
+        return []
+    return [ctx.text[m].decode("latin-1") for m in range(j + 1, k)
+            if ctx.kinds[m] == IDENT and ctx.t(ctx.next_code(m)) in (b",", b">", b"=")]
+
+
+def _template_of(ctx: Context, k: int, fn: Function | None) -> tuple[bytes, list[str]] | None:
+    """(name, template parameters) of the function template holding token ``k``: ``fn`` if given, else the
+    host function whose body holds it."""
+    if fn is not None:
+        return (ctx.text[fn.name_index], fn.template_params) if fn.template_params else None
+    outer, j = -1, k
+    while True:
+        o = enclosing_open(ctx, j, b"{")
+        if o < 0:
+            break
+        outer, j = o, o
+    p = ctx.prev_code(outer) if outer >= 0 else -1
+    if ctx.t(p) != b")" or ctx.match(p) < 0:
+        return None
+    name = ctx.prev_code(ctx.match(p))
+    if ctx.kinds[name] != IDENT:
+        return None
+    params = _template_header(ctx, name)
+    return (ctx.text[name], params) if params else None
+
+
+def _instantiated_types(ctx: Context, name: bytes, params: list[str], param: str, depth: int) -> set[str]:
+    """Types a function template's parameter takes where the file names `name<...>`; a template argument that is
+    itself a parameter of the enclosing function template is followed once more."""
+    pos = params.index(param)
+    out: set[str] = set()
+    for j in range(ctx.n - 2):
+        if ctx.text[j] != name or ctx.kinds[j] != IDENT or ctx.t(ctx.next_code(j)) != b"<":
+            continue
+        args, cur, level = [], [], 0
+        m = ctx.next_code(j) + 1
+        while m < ctx.n:
+            t = ctx.text[m]
+            if t in (b"<", b"(", b"["):
+                level += 1
+            elif t in (b")", b"]") or t == b">" and level > 0:
+                level -= 1
+            elif t == b">" or t == b"," and level == 0:
+                args.append(cur)
+                cur = []
+                if t == b">":
+                    break
+                m += 1
+                continue
+            elif t in (b";", b"{"):
+                args = []
+                break
+            if ctx.kinds[m] != COMMENT:
+                cur.append(m)
+            m += 1
+        if len(args) <= pos or not args[pos]:
+            continue
+        text = " ".join(ctx.text[x].decode("latin-1") for x in args[pos])
+        if text in _BUILTIN_TYPES or " " in text:
+            out.add(text)
+            continue
+        alias = _type_alias(ctx, ctx.text[args[pos][0]])
+        if alias is not None:
+            out.add(alias)
+            continue
+        outer = _template_of(ctx, j, ctx.function_at(j)) if depth < 2 else None
+        if outer is not None and text in outer[1]:
+            out |= _instantiated_types(ctx, outer[0], outer[1], text, depth + 1)
+        else:
+            out.add(text)
+    return out
+
+
+def _file_scope(ctx: Context, decl: int) -> bool:
+    return ctx.function_at(decl) is None and not any(f.params[0] < decl < f.params[1] for f in ctx.functions)
 
 
 def _where(alloc: Allocation | None, host_name: str) -> str:
     if alloc is None:
         return ""
+    if alloc.api.startswith("__"):
+        return f"`{host_name}` is a `{alloc.api}` variable (line {alloc.line}): {_KIND_TEXT.get(alloc.kind, alloc.kind)}"
     return f"`{host_name}` comes from `{alloc.api}` (line {alloc.line}): {_KIND_TEXT.get(alloc.kind, alloc.kind)}"
 
 
@@ -321,24 +463,35 @@ def _system(ctx: Context, i: int, word: bytes, root, alloc, host_name: str) -> N
                    subject=word.decode())
 
 
-def _float_add(ctx: Context, i: int, word: bytes, pointee: str, alloc, host_name: str, space, from_parse) -> None:
+def _float_add(ctx: Context, i: int, word: bytes, pointee: str, alloc, host_name: str, space, from_parse,
+               shown: str = "", patch: bool = True) -> None:
+    """``shown`` names the type when it is not written as `float`/`double` (a template parameter, an alias);
+    ``patch`` is False when `unsafeAtomicAdd` would not fit every type the call is instantiated with."""
     # LDS (`__shared__`) float adds are native and never reach here; unknown memory is a guess.
     conf = "high" if from_parse and space is not None else "medium"
-    if alloc is not None and alloc.kind == "device" and word == b"atomicAdd":
-        ctx.report(FLOAT, i, f"`atomicAdd` on `{pointee}` compiles to a CAS loop; {_where(alloc, host_name)}, so "
-                   f"`unsafeAtomicAdd` can use the hardware add (or aggregate per warp first)",
-                   edits=[ctx.edit(i, "unsafeAtomicAdd")], confidence=conf, subject=pointee)
+    on = shown or f"`{pointee}`"
+    name = word.decode()
+    if alloc is not None and alloc.kind == "device":
+        if word == b"atomicAdd" and patch:
+            ctx.report(FLOAT, i, f"`atomicAdd` on {on} compiles to a CAS loop; {_where(alloc, host_name)}, so "
+                       f"`unsafeAtomicAdd` can use the hardware add (or aggregate per warp first)",
+                       edits=[ctx.edit(i, "unsafeAtomicAdd")], confidence=conf, subject=pointee)
+        else:
+            only = " for the float and double instantiations (it has no integer form)" if not patch else ""
+            ctx.report(FLOAT, i, f"`{name}` on {on} compiles to a CAS loop; {_where(alloc, host_name)}, where "
+                       f"`unsafeAtomicAdd` can use the hardware add{only}; or aggregate per warp first",
+                       confidence=conf, subject=pointee)
     elif alloc is not None:
-        ctx.report(FLOAT, i, f"`{word.decode()}` on `{pointee}`: {_where(alloc, host_name)}; hardware FP atomics "
+        ctx.report(FLOAT, i, f"`{name}` on {on}: {_where(alloc, host_name)}; hardware FP atomics "
                    f"do nothing there on MI100/MI200, so keep the CAS-loop `atomicAdd` and do not build with "
                    f"`-munsafe-fp-atomics`", confidence=conf, subject=pointee)
     elif space is None:
-        ctx.report(FLOAT, i, f"`{word.decode()}` on `{pointee}`: hipport cannot tell which memory this pointer "
+        ctx.report(FLOAT, i, f"`{name}` on {on}: hipport cannot tell which memory this pointer "
                    f"reaches; in global memory it compiles to a CAS loop (aggregate per warp first, `unsafeAtomicAdd` "
                    f"only on `hipMalloc` memory), in `__shared__` memory the add is native",
                    confidence=conf, subject=pointee)
     else:
-        ctx.report(FLOAT, i, f"`{word.decode()}` on `{pointee}` in global memory compiles to a CAS loop; aggregate "
+        ctx.report(FLOAT, i, f"`{name}` on {on} in global memory compiles to a CAS loop; aggregate "
                    f"per warp first, and use `unsafeAtomicAdd` only where the memory is coarse-grained (`hipMalloc`)",
                    confidence=conf, subject=pointee)
 
