@@ -325,7 +325,10 @@ def _headers(ctx: Context, used: dict[str, bool], fixable: dict[str, bool]) -> N
         if not target or target[2] not in _HEADERS:
             continue
         family = _HEADERS[target[2]]
-        edits = [Edit(d.start, d.end, b"")] if family in fixable and fixable[family] and used.get(family) else []
+        # The line is emptied, not removed, so the lines of the other findings stay where they are.
+        end = ctx.src.rfind(b"\n", d.start, d.end)
+        edits = [Edit(d.start, end if end >= 0 else d.end, b"")] \
+            if family in fixable and fixable[family] and used.get(family) else []
         what = {"reduce": "`reduce` and its operators", "scan": "`inclusive_scan`/`exclusive_scan`",
                 "memcpy_async": "`memcpy_async` and `wait`"}[family]
         ctx.report(API, d.first, f"`<{target[2].decode()}>` ({what}) {state}; write the shuffle or copy loops the "
@@ -336,6 +339,10 @@ def _headers(ctx: Context, used: dict[str, bool], fixable: dict[str, bool]) -> N
 def _api_edits(ctx: Context, i: int, word: bytes, first: int, names: set[bytes]) -> list[Edit]:
     if word == b"reduce":
         return _reduce_edit(ctx, i, first, names)
+    if word in (b"inclusive_scan", b"exclusive_scan"):
+        return _scan_edit(ctx, i, word, first, names)
+    if word in _FUNCTORS:
+        return _functor_edit(ctx, i, first)
     if word == b"this_thread_block":
         p = ctx.next_code(i)
         return [Edit(ctx.ends[p], ctx.starts[ctx.match(p)], b"")]
@@ -466,6 +473,65 @@ def _reduce_edit(ctx: Context, i: int, first: int, names: set[bytes]) -> list[Ed
     return [Edit(ctx.starts[first], ctx.ends[ctx.match(p)], new.encode())]
 
 
+_INTEGERS = {b"int", b"unsigned", b"long", b"short", b"char", b"signed", b"size_t", b"int32_t", b"uint32_t",
+             b"int64_t", b"uint64_t", b"uint", b"const"}
+_FUNCTOR_BODY = {b"plus": "a + b", b"less": "a < b ? a : b", b"greater": "a > b ? a : b", b"bit_and": "a & b",
+                 b"bit_or": "a | b", b"bit_xor": "a ^ b"}
+
+
+def _scan_edit(ctx: Context, i: int, word: bytes, first: int, names: set[bytes]) -> list[Edit]:
+    """`cg::inclusive_scan(tile, v)` -> a `shfl_up` doubling loop; `exclusive_scan` subtracts the lane's own value,
+    which is exact for integers only, so it is patched only when `v` is declared as an integer."""
+    args = ctx.call_args(i)
+    if not args or len(args) not in (2, 3):
+        return []
+    g = [k for k in range(*args[0]) if ctx.kinds[k] != 4]
+    v = [k for k in range(*args[1]) if ctx.kinds[k] != 4]
+    if len(g) != 1 or not _is_tile(ctx, ctx.text[g[0]], i) or len(v) != 1 or ctx.kinds[v[0]] != IDENT:
+        return []
+    if len(args) == 3:  # only the default operator, plus, spelt out
+        op = [ctx.text[k] for k in range(*args[2]) if ctx.kinds[k] != 4]
+        if len(op) < 4 or op[0] not in names or op[1:3] != [b"::", b"plus"]:
+            return []
+    decl = _group_decl(ctx, ctx.text[v[0]], i)
+    words = [w for w in ctx.decl_type_words(decl) if w not in (b"const", b"volatile")] if decl is not None else []
+    integer = bool(words) and all(w in _INTEGERS for w in words)
+    if word == b"exclusive_scan" and not integer:
+        return []
+    type_text = " ".join(w.decode("latin-1") for w in words) if words and (integer or len(words) == 1) else "auto"
+    group, value = ctx.text[g[0]].decode("latin-1"), ctx.text[v[0]].decode("latin-1")
+    result = f"v_ - {value}" if word == b"exclusive_scan" else "v_"
+    new = (f"[&] {{ {type_text} v_ = {value}; for (int o_ = 1; o_ < static_cast<int>({group}.size()); o_ *= 2) "
+           f"{{ {type_text} u_ = {group}.shfl_up(v_, o_); if (static_cast<int>({group}.thread_rank()) >= o_) "
+           f"v_ += u_; }} return {result}; }}()")
+    return [Edit(ctx.starts[first], ctx.ends[ctx.match(ctx.next_code(i))], new.encode())]
+
+
+def _functor_edit(ctx: Context, i: int, first: int) -> list[Edit]:
+    """`cg::greater<float>()` as an object of its own -> a lambda doing what the operator does: it returns the
+    greater value (`less` the smaller), as CUDA's operators do, not a comparison."""
+    open_ = ctx.next_code(i)
+    k, depth = open_, 0
+    while k < ctx.n:
+        if ctx.text[k] == b"<":
+            depth += 1
+        elif ctx.text[k] == b">":
+            depth -= 1
+            if depth == 0:
+                break
+        k += 1
+    if k >= ctx.n:
+        return []
+    p = ctx.next_code(k)
+    if ctx.t(p) not in (b"(", b"{") or ctx.match(p) != ctx.next_code(p):
+        return []
+    type_text = ctx.span_text(open_ + 1, k).decode("latin-1").strip()
+    if not type_text:
+        return []
+    new = f"[]({type_text} a, {type_text} b) {{ return {_FUNCTOR_BODY[ctx.text[i]]}; }}"
+    return [Edit(ctx.starts[first], ctx.ends[ctx.match(p)], new.encode())]
+
+
 def _meta_group_edit(ctx: Context, i: int, word: bytes) -> list[Edit]:
     dot = ctx.prev_code(i)
     obj = ctx.prev_code(dot)
@@ -482,7 +548,7 @@ def _meta_group_edit(ctx: Context, i: int, word: bytes) -> list[Edit]:
 
 def _scratch_edit(ctx: Context, i: int) -> list[Edit]:
     """`__shared__ cg::block_tile_memory<...> scratch;` on a line of its own, used only as
-    `this_thread_block(scratch)`: the line goes (the call loses its argument in its own finding)."""
+    `this_thread_block(scratch)`: the line is emptied (the call loses its argument in its own finding)."""
     s = statement_start(ctx, i)
     k = i
     while k < ctx.n and ctx.text[k] not in (b";", b"{", b"}", b"("):
@@ -507,7 +573,7 @@ def _scratch_edit(ctx: Context, i: int) -> list[Edit]:
     rest = src[ctx.ends[k]:line_end].strip()
     if src[line_start:ctx.starts[s]].strip() or rest and not rest.startswith(b"//"):
         return []
-    return [Edit(line_start, line_end, b"")]
+    return [Edit(line_start, line_end - 1 if src[line_end - 1:line_end] == b"\n" else line_end, b"")]
 
 
 # -- cg-grid-sync -----------------------------------------------------------------------------------------------
