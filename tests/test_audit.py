@@ -1,4 +1,17 @@
-"""Audit rules against their fixtures: expect/ok annotations, the .fixed outputs, and compiling those with hipcc."""
+"""Audit rules against their fixtures: expect/ok annotations, the .fixed outputs, and compiling those with hipcc.
+
+Each `tests/fixtures/audit/<rule>[.variant].cu` says in its first lines what fixing it means:
+
+* nothing: the audit's patches fix it, and `<name>.fixed.cu` is their output as reviewed by hand against the
+  rule's note (its `// reviewed:` header says what was checked; the header is not part of the comparison);
+* `// fix: none (why)`: what a person changes is not an edit of the flagged code (new helpers, another
+  allocation, a design change). Every finding of the rule must carry no patch, and there is no `.fixed.cu`;
+* `// fix: missing (what a person writes)`: a person makes a mechanical edit the audit does not offer.
+  `<name>.fixed.cu` is that edit written by hand, and the test comparing the audit's patches with it is a strict
+  expected failure until the audit offers them.
+
+A `.fixed.cu` file is never a copy of its input.
+"""
 
 from __future__ import annotations
 
@@ -13,6 +26,8 @@ from hipport.audit.hazards import load_hazards, parse_version
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "audit"
 _ANNOTATION = re.compile(r"//\s*(expect|ok):\s*([a-z0-9-]+)(?:\*(\d+))?")
 _OPTIONS = re.compile(r"//\s*audit-options:(.*)")
+_FIX = re.compile(r"^//\s*fix:\s*(none|missing)\s*\((.+)\)\s*$", re.M)
+_REVIEWED = re.compile(rb"\A(?://\s*reviewed:[^\n]*\n)+")
 
 
 def fixture_files() -> list[Path]:
@@ -21,6 +36,23 @@ def fixture_files() -> list[Path]:
 
 def rule_of(path: Path) -> str:
     return path.name.split(".")[0]
+
+
+def fixed_of(path: Path) -> Path:
+    return path.with_name(path.name[:-3] + ".fixed.cu")
+
+
+def fix_of(path: Path) -> tuple[str, str]:
+    """("patched", "") or ("none" | "missing", the reason) from the fixture's first lines."""
+    m = _FIX.search(path.read_text()[:600])
+    return (m.group(1), m.group(2)) if m else ("patched", "")
+
+
+def expected_fixed(path: Path) -> bytes:
+    """The .fixed.cu file without its `// reviewed:` header."""
+    data = fixed_of(path).read_bytes()
+    m = _REVIEWED.match(data)
+    return data[m.end():] if m else data
 
 
 def options_of(text: str) -> AuditOptions:
@@ -50,24 +82,36 @@ def expectations(text: str, rule: str) -> tuple[dict[int, int], set[int]]:
     return expect, ok
 
 
+def rule_findings(src: bytes, path: Path) -> list:
+    return [f for f in audit_source(src, path.name, options_of(src.decode())) if f.rule_id == rule_of(path)]
+
+
 FILES = fixture_files()
 IDS = [p.name for p in FILES]
+PATCHED = [p for p in FILES if fix_of(p)[0] != "none"]
 
 
 def test_every_rule_has_a_fixture():
     assert set(load_hazards()) <= {rule_of(p) for p in FILES}
 
 
+def test_every_fixed_file_belongs_to_a_fixture_and_none_is_a_copy():
+    for fixed in sorted(FIXTURES.glob("*.fixed.cu")):
+        source = fixed.with_name(fixed.name[: -len(".fixed.cu")] + ".cu")
+        assert source.exists(), f"{fixed.name}: no fixture"
+        assert expected_fixed(source) != source.read_bytes(), \
+            f"{fixed.name} equals its input: say `// fix: none (why)` in {source.name} and delete it, or write " \
+            f"the fix a person makes and say `// fix: missing (...)`"
+
+
 @pytest.mark.parametrize("path", FILES, ids=IDS)
-def test_fixture(path: Path):
+def test_fixture_findings(path: Path):
     rule = rule_of(path)
     assert rule in load_hazards(), f"{path.name}: no rule `{rule}`"
     src = path.read_bytes()
-    text = src.decode()
-    options = options_of(text)
-    expect, ok = expectations(text, rule)
+    expect, ok = expectations(src.decode(), rule)
     assert expect and ok, f"{path.name}: needs both expect and ok lines"
-    findings = [f for f in audit_source(src, path.name, options) if f.rule_id == rule]
+    findings = rule_findings(src, path)
     got: dict[int, int] = {}
     for f in findings:
         got[f.line] = got.get(f.line, 0) + 1
@@ -75,16 +119,45 @@ def test_fixture(path: Path):
     noisy = {n: c for n, c in got.items() if c > expect.get(n, 0)}
     assert not missing, f"missing: {rule} expected on lines {sorted(missing)}"
     assert not noisy, "noisy: " + "; ".join(f"line {f.line}: {f.message}" for f in findings if f.line in noisy)
-    fixed_path = path.with_name(path.name[:-3] + ".fixed.cu")
-    fixed = apply_suggestions(src, findings, {rule})
-    assert fixed_path.exists(), f"{fixed_path.name} is missing"
-    assert fixed == fixed_path.read_bytes(), f"wrong: applying the suggestions does not give {fixed_path.name}"
-    # Findings without an edit stay; every finding that carried an edit is gone from the fixed file.
-    unfixable = {f.line for f in findings if not f.edits}
-    again = [f for f in audit_source(fixed, fixed_path.name, options) if f.rule_id == rule]
-    left = [f for f in again if f.line not in unfixable]
-    assert not left, "fixed file still has: " + "; ".join(f"line {f.line}: {f.message}" for f in left)
-    assert apply_suggestions(fixed, again, {rule}) == fixed, "a second round of suggestions changed the fixed file"
+    kind, reason = fix_of(path)
+    if kind == "none":
+        patched = [f"line {f.line}: {f.message}" for f in findings if f.edits]
+        assert not patched, f"{path.name} says `fix: none ({reason})` but these carry a patch: {patched}"
+        assert not fixed_of(path).exists(), f"{path.name} says `fix: none`: {fixed_of(path).name} must not exist"
+    else:
+        assert fixed_of(path).exists(), f"{fixed_of(path).name} is missing"
+    if kind == "patched":
+        assert any(f.edits for f in findings), f"{path.name}: no finding carries a patch; say `// fix: none (why)`"
+
+
+def _suggestion_params():
+    for p in PATCHED:
+        kind, reason = fix_of(p)
+        marks = [pytest.mark.xfail(strict=True, reason=f"suggestion missing: {reason}")] if kind == "missing" else []
+        yield pytest.param(p, marks=marks, id=p.name)
+
+
+@pytest.mark.parametrize("path", _suggestion_params())
+def test_suggestions_give_the_reviewed_fix(path: Path):
+    src = path.read_bytes()
+    fixed = apply_suggestions(src, rule_findings(src, path), {rule_of(path)})
+    assert fixed == expected_fixed(path), f"wrong: applying the suggestions does not give {fixed_of(path).name}"
+
+
+@pytest.mark.parametrize("path", PATCHED, ids=[p.name for p in PATCHED])
+def test_reviewed_fix_leaves_nothing_to_patch(path: Path):
+    """Audited again, the reviewed fix has nothing left that a patch could fix: what the rule still reports there
+    carries no patch, and a second round of suggestions changes nothing. For a patched fixture, the findings
+    that carried a patch are gone (their lines are the input's: the patches edit within lines)."""
+    src, fixed = path.read_bytes(), expected_fixed(path)
+    again = rule_findings(fixed, path)
+    patchable = [f"line {f.line}: {f.message}" for f in again if f.edits]
+    assert not patchable, "the fixed file still has: " + "; ".join(patchable)
+    assert apply_suggestions(fixed, again, {rule_of(path)}) == fixed
+    if fix_of(path)[0] == "patched":
+        unfixable = {f.line for f in rule_findings(src, path) if not f.edits}
+        left = [f"line {f.line}: {f.message}" for f in again if f.line not in unfixable]
+        assert not left, "fixed file still has: " + "; ".join(left)
 
 
 # -- the fixed fixtures compile -------------------------------------------------------------------------------
@@ -95,23 +168,25 @@ COMPILED = [p for p in FILES if not _NO_HIPCC.search(p.read_text()[:300])]
 
 @pytest.mark.parametrize("path", COMPILED, ids=[p.name for p in COMPILED])
 def test_fixed_fixture_compiles_with_hipcc(path: Path, tmp_path: Path):
-    """The .fixed file, renamed the way `hipport convert` renames it for the fixture's ROCm version, compiles for
-    gfx90a. With ROCm 6.2 or later as the target, a shim gives Debian's HIP 5.2 the 64-bit-mask *_sync built-ins
-    and the non-constant warpSize of ROCm 7, so the fixes are checked against the rules they claim to meet."""
+    """The .fixed file (for a `fix: none` fixture, the fixture itself: its findings are about run-time behaviour),
+    renamed the way `hipport convert` renames it for the fixture's ROCm version, compiles for gfx90a. With ROCm 6.2
+    or later as the target, a shim gives Debian's HIP 5.2 the 64-bit-mask *_sync built-ins and the non-constant
+    warpSize of ROCm 7, so the fixes are checked against the rules they claim to meet."""
     from hipcc import require_hipcc, syntax_check
 
     from hipport.convert import ConvertOptions, convert_source
     from hipport.rules import load_rules
 
     require_hipcc()
-    fixed = path.with_name(path.name[:-3] + ".fixed.cu")
+    source = fixed_of(path) if fixed_of(path).exists() else path
     options = options_of(path.read_text())
-    converted = convert_source(fixed.read_bytes(), load_rules(), ConvertOptions(rocm_version=options.rocm_version[:2]))
-    target = tmp_path / fixed.name
+    converted = convert_source(source.read_bytes(), load_rules(),
+                               ConvertOptions(rocm_version=options.rocm_version[:2]))
+    target = tmp_path / source.name
     target.write_bytes(converted.after)
     extra = ("-include", str(SHIM)) if options.rocm_version >= (6, 2) else ()
     r = syntax_check(target, *extra)
-    assert r.returncode == 0, f"{fixed.name} does not compile:\n{r.stderr[-3000:]}"
+    assert r.returncode == 0, f"{source.name} does not compile:\n{r.stderr[-3000:]}"
 
 
 # -- as a new user would try it ---------------------------------------------------------------------------------
