@@ -57,6 +57,12 @@ def detect_installed() -> tuple[int, int] | None:
     return None
 
 
+def default_target() -> tuple[int, int]:
+    """The release both commands target when neither the command line nor the settings name one: the installed
+    HIP, else the newest release hipport knows. One answer, so convert never drops a mask the audit asks to widen."""
+    return detect_installed() or NEWEST_ROCM
+
+
 @lru_cache(maxsize=256)
 def installed_header_layout(header: str) -> str:
     """Library headers moved into folders (`hipblas/hipblas.h`); an older install has only the flat file."""

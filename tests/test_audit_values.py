@@ -112,3 +112,34 @@ def test_cached_audit_sees_a_changed_header(tmp_path):
     second = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True)
     assert "`warpReduceSum` (defined at" not in second.stdout, second.stdout
     assert second.returncode == 1  # the mask findings at lines 17-18 remain
+
+
+def _fake_rocm(root: Path, major: int, minor: int) -> dict:
+    (root / "include" / "hip").mkdir(parents=True)
+    (root / "include" / "hip" / "hip_version.h").write_text(
+        f"#define HIP_VERSION_MAJOR {major}\n#define HIP_VERSION_MINOR {minor}\n")
+    import os
+    return dict(os.environ, ROCM_PATH=str(root))
+
+
+def test_convert_and_audit_target_the_same_release_by_default(tmp_path):
+    """Neither the command line nor settings name a release: both commands take the installed HIP's, so the
+    audit never asks to widen a mask that convert drops (before 6.2), and flags the one convert widens (6.2+)."""
+    src = tmp_path / "k.cu"
+    src.write_text("__global__ void k(float* o) {\n"
+                   "    float v = o[threadIdx.x];\n"
+                   "    v += __shfl_down_sync(0xffffffff, v, 1);\n"
+                   "    o[threadIdx.x] = v;\n}\n")
+    for version, mask_free in (((6, 1), True), ((6, 4), False)):
+        env = _fake_rocm(tmp_path / f"rocm{version[1]}", *version)
+        conv = subprocess.run([sys.executable, "-m", "hipport", "convert", "k.cu", "--stdout", "--no-hipify-perl"],
+                              cwd=tmp_path, capture_output=True, text=True, env=env)
+        assert conv.returncode == 0, conv.stderr
+        audit = subprocess.run([sys.executable, "-m", "hipport", "audit", "k.cu", "-q", "--no-cache",
+                                "--select", "warp-mask-32bit"], cwd=tmp_path, capture_output=True, text=True, env=env)
+        if mask_free:
+            assert "__shfl_down(v, 1)" in conv.stdout, conv.stdout
+            assert audit.returncode == 0 and audit.stdout == "", audit.stdout
+        else:
+            assert "__shfl_down_sync(0xffffffffffffffffull, v, 1)" in conv.stdout, conv.stdout
+            assert audit.returncode == 1 and "k.cu:3:" in audit.stdout and "warp-mask-32bit" in audit.stdout

@@ -50,6 +50,7 @@ from hipport.report.model import (
     rule_table,
     suggestion_hunk,
 )
+from hipport.rocm import default_target
 from hipport.scan import LexError
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_FILES_FAILED = 0, 1, 2, 3
@@ -191,7 +192,8 @@ def audit_files(sources, options: AuditOptions, jobs: int, cache: ResultCache | 
                    f"64-lane wavefronts, gfx10+ 32. Default: {','.join(DEFAULT_ARCHS)}.")
 @click.option("--rocm-version", "rocm", metavar="X.Y",
               help="ROCm release to judge against; decides what fails to compile (e.g. *_sync before 6.2, "
-                   f"non-constant warpSize from 7.0) and what the fixes say. Default: the project setting, else "
+                   f"non-constant warpSize from 7.0) and what the fixes say. Default, as for `convert`: the project "
+                   f"setting, else the installed HIP (hip/hip_version.h, hipconfig), else "
                    f"{'.'.join(map(str, NEWEST_ROCM))}.")
 @click.option("--select", "select", multiple=True, metavar="RULE[,RULE...]",
               help="Report only these rule ids (comma-separated or repeated).")
@@ -283,7 +285,7 @@ def audit(paths, exclude, follow_symlinks, archs, rocm, select, ignore, fail_on,
     if isinstance(configured_archs, str):
         configured_archs = (configured_archs,)
     arch_list = tuple(_split(archs)) or tuple(_split(configured_archs)) or DEFAULT_ARCHS
-    rocm = rocm or config.get("rocm-version") or ".".join(map(str, NEWEST_ROCM))
+    rocm = rocm or config.get("rocm-version") or ".".join(map(str, default_target()))
     fail_on = fail_on or config.get("fail-on", "warning")
     if fail_on not in SEVERITIES:
         fail(f"{config.path}: `fail-on` must be one of {', '.join(SEVERITIES)}")

@@ -32,7 +32,7 @@ from hipport.diffs import unified_diff
 from hipport.files import InputError, collect_sources, plan_output_dir
 from hipport.hipify_perl import hipify_perl_dirs
 from hipport.report.text import render_summary
-from hipport.rocm import NEWEST_ROCM, VersionError, detect_installed, parse_rocm_version
+from hipport.rocm import VersionError, default_target, parse_rocm_version
 from hipport.rules import RuleError, load_rules
 
 EXIT_OK, EXIT_CHANGES, EXIT_USAGE, EXIT_FILES_FAILED = 0, 1, 2, 3
@@ -227,4 +227,4 @@ def _suggestion_ids(select: tuple[str, ...]) -> frozenset:
 def _rocm_target(text: str | None) -> tuple[int, int]:
     if text:
         return parse_rocm_version(text)
-    return detect_installed() or NEWEST_ROCM
+    return default_target()
