@@ -301,7 +301,7 @@ def test_show_falls_back_to_audit_rule_ids(env):
     from hipport.audit.hazards import load_hazards
 
     ids = sorted(load_hazards())
-    assert len(ids) == 13, ids  # README: "Thirteen rules"
+    assert ids  # the README's count is checked in test_readme.py
     for rule_id in ids:
         r = hipport("rules", "show", rule_id, env=env)
         assert r.returncode == 0, r.stderr
