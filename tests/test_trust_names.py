@@ -162,6 +162,33 @@ def test_user_variable_of_a_cuda_name_is_theirs_within_its_scope(convert):
     assert out(convert, src) == src.replace("cudaMalloc(&p", "hipMalloc(&p")
 
 
+def test_macro_bodies_follow_the_same_notion(convert):
+    src = ("#define ALLOC(p) pool.cudaMalloc(p)\n#define FREE(p) mylib::cudaFree(p)\n"
+           "#define G(p) ::cudaFree(p)\n#define H ::cudaFree\n")
+    assert out(convert, src) == src.replace("::cudaFree(p)\n#define H ::cudaFree", "::hipFree(p)\n#define H ::hipFree")
+
+
+def test_using_declaration_anonymous_namespace_and_enumerators(convert):
+    src = ("using mylib::cudaFree;\nvoid f() { cudaFree(p); }\n"
+           "namespace { int cudaMalloc(void **p, size_t n) { return 0; } }\nvoid g() { cudaMalloc(&p, 1); }\n"
+           "namespace n { enum E { cudaMemcpyHostToDevice }; int k = cudaMemcpyHostToDevice; }\n"
+           "int m = cudaMemcpyHostToDevice;\n")
+    assert out(convert, src) == src.replace("int m = cudaMemcpyHostToDevice", "int m = hipMemcpyHostToDevice")
+
+
+def test_own_namespace_fallback_of_an_unsupported_intrinsic_is_not_reported(convert):
+    # HeCBench's flashinfer headers define old-CUDA fallbacks of bf16 intrinsics in their own namespace.
+    src = ("namespace fi {\n__device__ __nv_bfloat162 make_bfloat162(__nv_bfloat16 x, __nv_bfloat16 y);\n"
+           "__device__ void f(__nv_bfloat16 v) { auto d = make_bfloat162(v, v); }\n}\n"
+           "__device__ void g(__nv_bfloat16 v) { auto d = make_bfloat162(v, v); }\n")
+    assert [f.line for f in convert(src).findings if f.subject == "make_bfloat162"] == [5]
+
+
+def test_user_variables_are_not_unknown_names(convert):
+    result = convert("void f() { cudaError_t cudaStat = cudaSuccess; size_t cuStackSize = 0; use(cudaStat, cuStackSize); }\n")
+    assert result.unknown == []
+
+
 # --- include lines removed with their comment kept -------------------------------------------------------------
 
 def test_removed_include_keeps_its_trailing_comment(convert):
