@@ -94,7 +94,8 @@ __global__ void j(float* out) { out[threadIdx.x] = pick(0xffffffffu, out[threadI
 
 
 def test_cli_reports_the_helper_at_the_call():
-    proc = subprocess.run([sys.executable, "-m", "hipport", "audit", "reduce_kernels.cu", "--no-cache", "-q"],
+    proc = subprocess.run([sys.executable, "-m", "hipport", "audit", "reduce_kernels.cu", "--no-cache", "-q",
+                           "--rocm-version", "7.0"],
                           cwd=FIXTURES, capture_output=True, text=True)
     assert proc.returncode == 1, proc.stderr
     assert "reduce_kernels.cu:7:9: warning warp-loop-32: `warpReduceSum` (defined at reduce_common.cuh:4)" in proc.stdout
@@ -105,7 +106,8 @@ def test_cached_audit_sees_a_changed_header(tmp_path):
     shutil.copy(FIXTURES / "reduce_kernels.cu", tmp_path)
     header = tmp_path / "reduce_common.cuh"
     shutil.copy(FIXTURES / "reduce_common.cuh", header)
-    cmd = [sys.executable, "-m", "hipport", "audit", "reduce_kernels.cu", "-q", "--cache-dir", str(tmp_path / "c")]
+    cmd = [sys.executable, "-m", "hipport", "audit", "reduce_kernels.cu", "-q", "--rocm-version", "7.0",
+           "--cache-dir", str(tmp_path / "c")]
     first = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True)
     assert first.returncode == 1 and "`warpReduceSum` (defined at" in first.stdout
     header.write_text(header.read_text().replace("int offset = 16;", "int offset = warpSize / 2;"))

@@ -14,8 +14,13 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from hipport import directives as dirs
-from hipport.audit.checks.common import SYNC_BUILTINS, is_32bit_type, is_full_mask32
-from hipport.audit.checks.context import COMMENT, IDENT, Context
+from hipport.audit.checks.common import (
+    SHUFFLES,
+    SYNC_BUILTINS,
+    is_32bit_type,
+    is_full_mask32,
+)
+from hipport.audit.checks.context import COMMENT, IDENT, Context, int_value
 from hipport.model import Finding
 
 # The rules whose findings inside a helper make every call of it a 32-lane assumption, most telling first. A
@@ -31,6 +36,8 @@ class Helper:
     rule_id: str
     message: str        # the first such finding inside it
     mask_params: tuple[int, ...] = ()   # positions of parameters that reach a `*_sync` built-in as its mask
+    width_params: tuple[int, ...] = ()  # positions of parameters used as a shuffle width or shuffle-loop bound
+    width_tparams: tuple[int, ...] = () # the same for template parameters
 
 
 def _mask_params(ctx: Context, fn) -> tuple[int, ...]:
@@ -51,23 +58,52 @@ def _mask_params(ctx: Context, fn) -> tuple[int, ...]:
     return tuple(sorted(found))
 
 
+def _width_names(ctx: Context, fn) -> set[bytes]:
+    """Names used as a shuffle's `width`, or in the header of a loop whose body shuffles (`o = W / 2`, `o < W`)."""
+    found: set[bytes] = set()
+    for i in range(fn.body[0], fn.body[1]):
+        word = ctx.text[i]
+        if word in SHUFFLES and ctx.kinds[i] == IDENT and ctx.is_call(i):
+            args = ctx.call_args(i) or []
+            pos = SHUFFLES[word] + 2  # value, lane/offset, then width
+            if len(args) > pos:
+                found.update(ctx.text[k] for k in range(*args[pos]) if ctx.kinds[k] == IDENT)
+        elif word == b"for" and ctx.t(ctx.next_code(i)) == b"(":
+            open_ = ctx.next_code(i)
+            close = ctx.match(open_)
+            if close <= open_:
+                continue
+            body_start = ctx.next_code(close)
+            body_end = ctx.match(body_start) if ctx.t(body_start) == b"{" else body_start
+            while body_end < ctx.n and ctx.t(body_end) != b";" and ctx.t(body_start) != b"{":
+                body_end += 1
+            if any(ctx.text[k] in SHUFFLES for k in range(body_start, max(body_end, body_start) + 1)):
+                found.update(ctx.text[k] for k in range(open_, close) if ctx.kinds[k] == IDENT)
+    return found
+
+
 def summarise(ctx: Context, findings: list[Finding], label: str) -> dict[str, Helper]:
     """Device functions of ``ctx`` with a 32-lane finding in their body, by name (the first definition wins)."""
     out: dict[str, Helper] = {}
     for fn in ctx.functions:
-        if fn.kernel or fn.name in out:
+        if fn.name in out:
             continue
-        first = ctx.lines.line_col(ctx.starts[fn.body[0]])[0]
-        last = ctx.lines.line_col(ctx.starts[fn.body[1]])[0]
-        inside = [f for f in findings if f.rule_id in LANE_RULES and first <= f.line <= last
-                  and f.severity in ("warning", "error")]
-        masks = _mask_params(ctx, fn)
-        if not inside and not masks:
+        widths = _width_names(ctx, fn)
+        width_params = tuple(k for k, n in enumerate(fn.param_names) if n.encode() in widths)
+        width_tparams = tuple(k for k, n in enumerate(fn.template_params) if n.encode() in widths)
+        inside, masks = [], ()
+        if not fn.kernel:  # a kernel is launched, not called: only what it is passed matters
+            first = ctx.lines.line_col(ctx.starts[fn.body[0]])[0]
+            last = ctx.lines.line_col(ctx.starts[fn.body[1]])[0]
+            inside = [f for f in findings if f.rule_id in LANE_RULES and first <= f.line <= last
+                      and f.severity in ("warning", "error")]
+            masks = _mask_params(ctx, fn)
+        if not inside and not masks and not width_params and not width_tparams:
             continue
         line = ctx.lines.line_col(ctx.starts[fn.name_index])[0]
         best = min(inside, key=lambda f: (LANE_RULES.index(f.rule_id), f.line)) if inside else None
         out[fn.name] = Helper(fn.name, f"{label}:{line}", best.rule_id if best else "", best.message if best else "",
-                              masks)
+                              masks, width_params, width_tparams)
     return out
 
 
@@ -101,19 +137,26 @@ def report_calls(ctx: Context, helpers: dict[str, Helper], *, local: bool) -> No
         return
     seen = set()
     for i in range(ctx.n):
-        if ctx.kinds[i] != IDENT or ctx.text[i] not in wanted or ctx.in_directive[i] or not ctx.is_call(i):
+        if ctx.kinds[i] != IDENT or ctx.text[i] not in wanted or ctx.in_directive[i]:
             continue
+        if ctx.t(ctx.prev_code(i)) in (b".", b"->", b"::") or any(fn.name_index == i for fn in ctx.functions):
+            continue  # a member of something else, or the definition itself
+        shape = _call_shape(ctx, i)
+        if shape is None:
+            continue
+        kind, targs, args = shape
         name = ctx.text[i].decode("latin-1")
         helper = helpers[name]
-        if ctx.t(ctx.prev_code(i)) in (b".", b"->") or name in own:
+        if name in own:
             continue
-        if any(fn.name_index == i for fn in ctx.functions):
-            continue  # the definition itself
+        _check_width_args(ctx, i, helper, kind, targs, args)
+        if kind == "launch":
+            continue
         line = ctx.lines.line_col(ctx.starts[i])[0]
         if helper.mask_params:
-            _check_mask_args(ctx, i, helper)
+            _check_mask_args(ctx, args, helper)
         # A helper of this file carries its own finding a few lines away; one from a header is out of sight.
-        if local or (line, name) in seen or helper.rule_id not in ctx.hazards:
+        if local or not helper.rule_id or (line, name) in seen or helper.rule_id not in ctx.hazards:
             continue
         seen.add((line, name))
         # A warning, whatever the helper's own finding: the fix is made at the definition, not at the call.
@@ -121,20 +164,98 @@ def report_calls(ctx: Context, helpers: dict[str, Helper], *, local: bool) -> No
                    confidence="medium", subject=name, severity="warning")
 
 
+def _split_template_args(ctx: Context, open_: int) -> tuple[list[tuple[int, int]], int] | None:
+    """`<a, b>` after a name: the argument ranges and the index of the closing `>`."""
+    depth, k, start, out = 0, open_, open_ + 1, []
+    while k < ctx.n:
+        t = ctx.text[k]
+        if t in (b";", b"{", b"}"):
+            return None
+        if t in (b"(", b"[") and ctx.match(k) > k:
+            k = ctx.match(k) + 1
+            continue
+        if t == b"<":
+            depth += 1
+        elif t in (b">", b">>"):
+            depth -= len(t)
+            if depth <= 0:
+                out.append((start, k))
+                return (out, k) if depth == 0 else None
+        elif t == b"," and depth == 1:
+            out.append((start, k))
+            start = k + 1
+        k += 1
+    return None
+
+
+def _call_shape(ctx: Context, i: int):
+    """("call" | "launch", template-argument ranges, argument ranges) for `f(...)`, `f<...>(...)` and
+    `f<...><<<...>>>(...)`; None for anything else."""
+    k = ctx.next_code(i)
+    targs: list[tuple[int, int]] = []
+    if ctx.t(k) == b"<":
+        split = _split_template_args(ctx, k)
+        if split is None:
+            return None
+        targs, close = split
+        k = ctx.next_code(close)
+    if ctx.t(k) == b"(":
+        args = ctx.call_args(ctx.prev_code(k)) if k > 0 else None
+        return ("call", targs, args or [])
+    if ctx.t(k) == b"<<" and ctx.t(k + 1) == b"<":
+        j = k + 2
+        while j + 1 < ctx.n and not (ctx.text[j] == b">>" and ctx.text[j + 1] == b">"):
+            if ctx.text[j] == b";":
+                return None
+            j += 1
+        args = ctx.call_args(j + 1) if j + 1 < ctx.n else None
+        return ("launch", targs, args or []) if args is not None else None
+    return None
+
+
+_WIDTH_RULE = "warp-loop-32"
+
+
+def _literal_32(ctx: Context, first: int, last: int) -> int | None:
+    code = [k for k in range(first, last) if ctx.kinds[k] != COMMENT]
+    if len(code) == 1 and int_value(ctx.text[code[0]]) == 32:
+        return code[0]
+    return None
+
+
+def _check_width_args(ctx: Context, call: int, helper: Helper, kind: str, targs, args) -> None:
+    """A literal 32 passed where the callee shuffles with it (as the width or as a shuffle loop's bound)."""
+    if _WIDTH_RULE not in ctx.hazards or not (helper.width_params or helper.width_tparams):
+        return
+    for positions, ranges, what in ((helper.width_params, args, "argument"),
+                                    (helper.width_tparams, targs, "template argument")):
+        for pos in positions:
+            if pos >= len(ranges):
+                continue
+            lit = _literal_32(ctx, *ranges[pos])
+            if lit is None:
+                continue
+            # `warpSize` is a device-side value: the patch only fits a call made in device code at run time.
+            edits = [ctx.edit(lit, "warpSize")] if what == "argument" and kind == "call" and ctx.device[call] else []
+            ctx.report(_WIDTH_RULE, lit, f"32 is passed as the {what} that `{helper.name}` (defined at "
+                       f"{helper.where}) shuffles with: on a 64-lane wavefront it works on 32-lane halves "
+                       f"(pass the wavefront size{', `warpSize`' if edits else ''})", confidence="medium",
+                       edits=edits, subject=helper.name, severity="warning")
+
+
 _MASK_RULE = "warp-mask-32bit"
 _MAX_HOPS = 4
 
 
-def _check_mask_args(ctx: Context, call: int, helper: Helper) -> None:
+def _check_mask_args(ctx: Context, args, helper: Helper) -> None:
     """The argument a helper forwards as a lane mask: a 32-bit literal, or a variable whose value (followed back
     through plain copies `T b = a;` in the calling function) is one or has a 32-bit type."""
     if _MASK_RULE not in ctx.hazards or ctx.rocm < (6, 2):
         return
-    args = ctx.call_args(call)
     for pos in helper.mask_params:
         if not args or pos >= len(args):
             continue
-        why = _mask_origin(ctx, call, *args[pos])
+        why = _mask_origin(ctx, args[pos][0], *args[pos])
         if why:
             arg = ctx.span_text(*args[pos]).decode("latin-1").strip()
             ctx.report(_MASK_RULE, ctx.next_code(args[pos][0] - 1),
