@@ -37,6 +37,9 @@ from pathlib import Path
 
 SOURCE_SUFFIXES = frozenset({".cu", ".cuh", ".cpp", ".cc", ".cxx", ".c", ".h", ".hpp", ".hh", ".inl", ".inc"})
 _SKIP_DIRS = frozenset({".git", ".hg", ".svn"})
+# Build files converted with the sources (unless build-file conversion is off): name -> kind.
+MAKEFILE_NAMES = frozenset({"Makefile", "makefile", "GNUmakefile"})
+CMAKE_NAMES = frozenset({"CMakeLists.txt"})
 TEMP_SUFFIX = ".hipport-tmp"
 # .NAME.PID.XXXXXXXX.hipport-tmp, as written by write_atomic (mkstemp's random part is 8 characters).
 _TEMP_NAME = re.compile(r"^\..*\.(\d+)\.[A-Za-z0-9_]{8}" + re.escape(TEMP_SUFFIX) + r"$", re.S)
@@ -54,6 +57,18 @@ class Source:
     path: Path              # where to read it
     rel: Path               # where it goes under an output directory
     skip: str | None = None  # why it is not processed at all (a one-line message naming it), or None
+    build: str | None = None  # a build file's kind ("make" or "cmake"), None for a source
+
+
+def build_file_kind(name: os.PathLike | str) -> str | None:
+    """"make" for `Makefile`, `makefile`, `GNUmakefile` and `*.mk`; "cmake" for `CMakeLists.txt` and `*.cmake`;
+    None for anything else."""
+    base = os.path.basename(os.fspath(name))
+    if base in MAKEFILE_NAMES or base.endswith(".mk"):
+        return "make"
+    if base in CMAKE_NAMES or base.endswith(".cmake"):
+        return "cmake"
+    return None
 
 
 def show(path: os.PathLike | str) -> str:
@@ -124,7 +139,7 @@ def _kind(mode: int) -> str:
 
 def collect_sources(paths: list[Path], exclude: tuple[str, ...] = (), follow_symlinks: bool = False,
                     report_skipped: bool = False, *, project_exclude: tuple[str, ...] = (),
-                    project_dir: Path | None = None) -> list[Source]:
+                    project_dir: Path | None = None, build_files: bool = False) -> list[Source]:
     """Source files under ``paths``, sorted, each once. A single directory is mirrored as its contents;
     with several inputs each keeps its own name under an output directory.
 
@@ -137,7 +152,10 @@ def collect_sources(paths: list[Path], exclude: tuple[str, ...] = (), follow_sym
     Symlinked directories are entered only with ``follow_symlinks`` (each real directory once, so loops end).
     A symlinked file is converted when its target is a file inside one of ``paths`` (once, under its real name)
     or with ``follow_symlinks``; otherwise, like broken links, link loops and FIFOs or devices with a source name,
-    it comes back with ``skip`` set when ``report_skipped`` (else it is left out)."""
+    it comes back with ``skip`` set when ``report_skipped`` (else it is left out).
+
+    With ``build_files``, Makefiles and CMake files (:func:`build_file_kind`) are collected too, with ``build`` set
+    to their kind, and so is such a file named as an input."""
     found: dict[str, Source] = {}
     skipped: list[Source] = []
     several = len(paths) > 1
@@ -171,7 +189,7 @@ def collect_sources(paths: list[Path], exclude: tuple[str, ...] = (), follow_sym
         old = found.get(real)
         # Two names for one file (a link inside the tree): convert it once, under its own name rather than the link's.
         if old is None or (old.path.is_symlink() and not path.is_symlink()):
-            found[real] = Source(path, rel)
+            found[real] = Source(path, rel, build=build_file_kind(path) if build_files else None)
 
     for root in paths:
         if not root.exists() and not root.is_symlink():
@@ -210,7 +228,8 @@ def collect_sources(paths: list[Path], exclude: tuple[str, ...] = (), follow_sym
             dirnames[:] = sorted(d for d in dirnames if d not in _SKIP_DIRS and not dropped((rel_dir / d).as_posix()))
             for name in sorted(filenames):
                 rel = rel_dir / name
-                if Path(name).suffix.lower() not in SOURCE_SUFFIXES or dropped(rel.as_posix()):
+                if (Path(name).suffix.lower() not in SOURCE_SUFFIXES
+                        and not (build_files and build_file_kind(name))) or dropped(rel.as_posix()):
                     continue
                 add(Path(dirpath) / name, prefix / rel)
     chosen = list(found.values()) + (skipped if report_skipped else [])

@@ -11,6 +11,9 @@ from pathlib import Path
 
 # The newest release hipport knows: the default target when the user names none and no HIP is installed.
 NEWEST_ROCM = (7, 0)
+# The GPUs both commands target when neither the command line nor the settings (`offload-arch`) name any:
+# MI200 and MI300 (wave64) and RDNA3 (wave32).
+DEFAULT_ARCHS = ("gfx90a", "gfx942", "gfx1100")
 
 _VERSION_ARG = re.compile(r"^(\d+)\.(\d+)(?:\.\d+)?$")
 

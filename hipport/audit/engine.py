@@ -23,10 +23,9 @@ from hipport.audit.checks import (
 from hipport.audit.checks.context import Context
 from hipport.audit.hazards import load_hazards
 from hipport.model import Finding
-from hipport.rocm import NEWEST_ROCM
+from hipport.rocm import DEFAULT_ARCHS, NEWEST_ROCM
 from hipport.scan import COMMENT
 
-DEFAULT_ARCHS = ("gfx90a", "gfx942", "gfx1100")  # MI200 and MI300 (wave64) and RDNA3 (wave32)
 
 # Check functions in the order they run; each takes a Context and reports through it.
 CHECKS = (

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import re
 import sys
 from pathlib import Path
 
@@ -21,6 +22,7 @@ from hipport.cache import ResultCache, rules_fingerprint
 from hipport.cli.options import cache_dir_option, config_option, fail, jobs_option
 from hipport.config import ConfigError, find_config, load_config
 from hipport.convert import ConvertOptions
+from hipport.convert.build.rules import load_build_rules
 from hipport.convert.runner import (
     Interrupted,
     convert_tree,
@@ -32,7 +34,7 @@ from hipport.diffs import unified_diff
 from hipport.files import InputError, collect_sources, plan_output_dir
 from hipport.hipify_perl import hipify_perl_dirs
 from hipport.report.text import render_summary
-from hipport.rocm import VersionError, default_target, parse_rocm_version
+from hipport.rocm import DEFAULT_ARCHS, VersionError, default_target, parse_rocm_version
 from hipport.rules import RuleError, load_rules
 
 EXIT_OK, EXIT_CHANGES, EXIT_USAGE, EXIT_FILES_FAILED = 0, 1, 2, 3
@@ -90,6 +92,13 @@ def _interruptible(command):
                    "setting, $HIPPORT_HIPIFY_PERL, /opt/rocm/bin/hipify-perl, then hipify-perl on PATH; "
                    "HIPPORT_HIPIFY_PERL=off stops the search. Read once, cached by content hash.")
 @click.option("--no-hipify-perl", is_flag=True, help="Do not look for or use an installed hipify-perl.")
+@click.option("--no-build-files", is_flag=True,
+              help="Leave build files alone. By default Makefiles (Makefile, makefile, GNUmakefile, *.mk) and CMake "
+                   "files (CMakeLists.txt, *.cmake) in PATHS are converted too: nvcc and its flags to hipcc's, "
+                   "CUDA libraries and paths to ROCm's, CMake's CUDA language to HIP (summary category `build`).")
+@click.option("--offload-arch", "offload_arch", metavar="GFX[,GFX...]",
+              help="AMD GPU targets converted build files compile for (--offload-arch=, CMAKE_HIP_ARCHITECTURES). "
+                   "Default: the settings' `offload-arch`, else gfx90a,gfx942,gfx1100.")
 @click.option("--apply-suggestions", is_flag=True,
               help="Also apply the suggested patches of `hipport audit` (wave64, masks, atomics) to the converted "
                    "code; limit them with --select.")
@@ -109,13 +118,14 @@ def _interruptible(command):
 @click.option("-v", "--verbose", is_flag=True, help="List every changed file, every finding and every name.")
 @_interruptible
 def convert(paths, output_dir, diff_mode, check, to_stdout, roc, rocm_version, launch_syntax, config_path, exclude,
-            rule_dirs, hipify_perl, no_hipify_perl, apply_suggestions, select, follow_symlinks, force, jobs, no_cache,
-            cache_dir, quiet, verbose):
+            rule_dirs, hipify_perl, no_hipify_perl, no_build_files, offload_arch, apply_suggestions, select,
+            follow_symlinks, force, jobs, no_cache, cache_dir, quiet, verbose):
     """Convert CUDA sources under PATHS to HIP.
 
     PATHS are files or directories; directories are searched for .cu .cuh .cpp .cc .cxx .c .h .hpp .hh .inl
-    .inc files (skipping .git). By default files are rewritten in place, atomically: a crash or Ctrl-C leaves
-    each file wholly old or wholly new. Converting converted code changes nothing.
+    .inc files and for build files (Makefile, *.mk, CMakeLists.txt, *.cmake; --no-build-files skips them),
+    skipping .git. By default files are rewritten in place, atomically: a crash or Ctrl-C leaves each file
+    wholly old or wholly new. Converting converted code changes nothing.
 
     \b
     Exit status:
@@ -138,7 +148,11 @@ def convert(paths, output_dir, diff_mode, check, to_stdout, roc, rocm_version, l
         rocm = _rocm_target(rocm_version or config.get("rocm-version"))
         rules = load_rules([*hipify_perl_dirs(hipify_perl, no_hipify_perl, config), *config.paths("rules"), *rule_dirs])
         sources = collect_sources(list(paths), exclude, follow_symlinks=follow_symlinks, report_skipped=True,
-                                  project_exclude=tuple(config.get("exclude", [])), project_dir=config.base)
+                                  project_exclude=tuple(config.get("exclude", [])), project_dir=config.base,
+                                  build_files=not no_build_files)
+        targets = _offload_arch(offload_arch, config)
+        if not no_build_files:
+            load_build_rules()  # a malformed build rule file stops the run before any file is touched
     except (RuleError, InputError, ConfigError, VersionError) as exc:
         fail(str(exc))
     roc = roc or config.get("roc", False)
@@ -155,7 +169,8 @@ def convert(paths, output_dir, diff_mode, check, to_stdout, roc, rocm_version, l
     suggestions = _suggestion_ids(select) if apply_suggestions else None
     if select and not apply_suggestions:
         fail("--select only applies with --apply-suggestions")
-    options = ConvertOptions(roc=roc, rocm_version=rocm, launch_syntax=launch_syntax, suggestions=suggestions)
+    options = ConvertOptions(roc=roc, rocm_version=rocm, launch_syntax=launch_syntax, suggestions=suggestions,
+                             offload_arch=targets)
     post = None
     if suggestions is not None:
         from hipport.audit.suggest import (
@@ -222,6 +237,19 @@ def _suggestion_ids(select: tuple[str, ...]) -> frozenset:
     if unknown:
         fail(f"--select: unknown audit rule id `{unknown[0]}` (see `hipport rules`)")
     return ids
+
+
+def _offload_arch(given: str | None, config) -> tuple[str, ...]:
+    """The AMD targets for build files: the option, else the settings' `offload-arch`, else the defaults."""
+    value = given if given is not None else config.get("offload-arch")
+    if value is None:
+        return DEFAULT_ARCHS
+    items = value.split(",") if isinstance(value, str) else value
+    targets = tuple(dict.fromkeys(t.strip() for t in items if t.strip()))
+    bad = [t for t in targets if not re.fullmatch(r"gfx[0-9a-f]+(?::[a-z-]+[+-])*", t)]
+    if not targets or bad:
+        raise ConfigError(f"offload-arch: `{(bad or [value])[0]}` is not an AMD GPU target (gfx90a, gfx942...)")
+    return targets
 
 
 def _rocm_target(text: str | None) -> tuple[int, int]:

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from hipport import directives as dirs
 from hipport.convert.usernames import UserNames, macro_text_tokens
 from hipport.model import Conversion, Edit, FileResult, Finding
-from hipport.rocm import NEWEST_ROCM
+from hipport.rocm import DEFAULT_ARCHS, NEWEST_ROCM
 from hipport.rules import RuleSet
 from hipport.scan import COMMENT, IDENT, Lines, Tokens, lex
 from hipport.semantic import load_semantic
@@ -29,6 +29,7 @@ class ConvertOptions:
     launch_syntax: str = "cuda"        # "cuda" keeps <<<>>>; "hip" writes hipLaunchKernelGGL
     # Audit rule ids whose suggested patches are applied after conversion (None: none; empty: every rule).
     suggestions: frozenset | None = None
+    offload_arch: tuple = DEFAULT_ARCHS  # AMD GPU targets build files compile for (`--offload-arch=`)
 
 
 class ConversionContext:

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 from hipport.cache import ResultCache
+from hipport.convert.build import convert_build_text
 from hipport.convert.context import ConvertOptions
 from hipport.convert.engine import convert_source
 from hipport.files import (
@@ -51,15 +52,18 @@ def convert_one(source: Source, rules: RuleSet, options: ConvertOptions,
         src, st = load_source(source)
     except InputError as exc:
         return FileResult(path, b"", None, error=str(exc)), None
-    key = os.fsencode(path) + b"\0" + src
+    key = os.fsencode(path) + b"\0" + (f"build:{source.build}\0".encode() if source.build else b"") + src
     cached = cache.get(key) if cache is not None else None
     if cached is not None:
         findings, unknown, defines = cached
         return FileResult(path, src, src, findings=findings, unknown=unknown, defines=defines), st
     try:
-        result = convert_source(src, rules, options, path)
-        if post is not None:
-            post(result)
+        if source.build is not None:  # a Makefile or CMake file: its own rules, no audit step
+            result = convert_build_text(src, source.build, options, path)[0]
+        else:
+            result = convert_source(src, rules, options, path)
+            if post is not None:
+                post(result)
     except LexError as exc:
         return FileResult(path, src, None, error=f"{show(path)}: {exc}; file left unchanged"), st
     except Exception as exc:  # an engine bug must cost one file, not the run
