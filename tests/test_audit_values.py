@@ -145,3 +145,20 @@ def test_convert_and_audit_target_the_same_release_by_default(tmp_path):
         else:
             assert "__shfl_down_sync(0xffffffffffffffffull, v, 1)" in conv.stdout, conv.stdout
             assert audit.returncode == 1 and "k.cu:3:" in audit.stdout and "warp-mask-32bit" in audit.stdout
+
+
+def test_ballot_of_a_32_thread_tile_may_stay_32_bit():
+    # HIP 5.2's tiles have no ballot member, so this case lives here rather than in a compiled fixture.
+    src = b"""#include <cooperative_groups.h>
+namespace cg = cooperative_groups;
+__global__ void k(const int* in, int* out) {
+    cg::thread_block_tile<32> tile = cg::tiled_partition<32>(cg::this_thread_block());
+    auto wide_tile = cg::tiled_partition<64>(cg::this_thread_block());
+    unsigned a = tile.ballot(in[threadIdx.x] > 0);
+    unsigned b = wide_tile.ballot(in[threadIdx.x] > 0);
+    out[0] = __popc(a) + __popc(b);
+}
+"""
+    found = {(f.line, f.rule_id) for f in audit_source(src, "k.cu", AuditOptions(rocm_version=(7, 0)))}
+    assert (6, "ballot-32bit") not in found
+    assert (7, "ballot-32bit") in found

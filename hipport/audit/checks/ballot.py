@@ -10,22 +10,29 @@ from hipport.audit.checks.common import (
     type_span,
     user_defined,
 )
-from hipport.audit.checks.context import IDENT, Context
+from hipport.audit.checks.context import IDENT, Context, int_value
 
 RULE = "ballot-32bit"
 BIT32 = {b"__popc": "__popcll", b"__ffs": "__ffsll", b"__clz": "__clzll", b"__brev": "__brevll"}
 
 
 def check(ctx: Context) -> None:
-    if RULE not in ctx.hazards or not (ctx.words & BALLOTS):
+    if RULE not in ctx.hazards or not (ctx.words & (BALLOTS | {b"ballot"})):
         return
     reported: set[int] = set()
     holders: dict[tuple[int, bytes], int] = {}  # (function body start, var) -> declaration index
     for i in range(ctx.n):
-        if ctx.kinds[i] != IDENT or ctx.text[i] not in BALLOTS or not ctx.is_call(i) \
-                or user_defined(ctx, ctx.text[i]):
+        if ctx.kinds[i] != IDENT:
             continue
-        name = ctx.text[i].decode()
+        if ctx.text[i] == b"ballot":
+            group = _wide_group_ballot(ctx, i)
+            if group is None:
+                continue
+            name = f"{group}.ballot"
+        elif ctx.text[i] not in BALLOTS or not ctx.is_call(i) or user_defined(ctx, ctx.text[i]):
+            continue
+        else:
+            name = ctx.text[i].decode()
         # Handed (possibly inside an expression) straight to a 32-bit bit function.
         for call in enclosing_calls(ctx, i):
             if ctx.text[call] in BIT32 and call not in reported:
@@ -36,7 +43,8 @@ def check(ctx: Context) -> None:
         # Kept in a variable: `T v = __ballot(...)` or `v = __ballot(...)`.
         s = statement_start(ctx, i)
         eq = next((k for k in range(s, i) if ctx.text[k] in (b"=", b"|=", b"&=") and ctx.match(k) < 0), None)
-        if eq is None or any(c > eq and ctx.text[c] not in BIT32 for c in enclosing_calls(ctx, i)):
+        # `n = __popc(ballot)` keeps a count, `v = f(ballot)` something else; only `__brev` keeps it a lane mask.
+        if eq is None or any(c > eq and ctx.text[c] != b"__brev" for c in enclosing_calls(ctx, i)):
             continue
         target = ctx.prev_code(eq)
         if ctx.kinds[target] != IDENT:
@@ -60,6 +68,51 @@ def check(ctx: Context) -> None:
                    f"lanes 32-63 are lost (use `unsigned long long`)", edits=edits, confidence=confidence,
                    subject=name)
     _check_holders_in_bit_functions(ctx, holders, reported)
+
+
+_GROUP_TYPES = {b"coalesced_group", b"thread_group", b"thread_block", b"grid_group", b"thread_block_tile"}
+
+
+def _wide_group_ballot(ctx: Context, i: int) -> str | None:
+    """`g.ballot(p)` on a cooperative group that can hold more than 32 threads (a coalesced group, a tile of 64 or
+    of a size not known here): its 64-bit result. A tile of at most 32 threads ballots into 32 bits safely."""
+    dot = ctx.prev_code(i)
+    if ctx.t(dot) not in (b".", b"->") or ctx.t(ctx.next_code(i)) != b"(":
+        return None
+    obj = ctx.prev_code(dot)
+    if obj < 0 or ctx.kinds[obj] != IDENT:
+        return None
+    fn = ctx.function_at(i)
+    decl = ctx.find_decl(ctx.text[obj], obj, fn.params if fn else None)
+    if decl is None:
+        return None
+    words = set(ctx.decl_type_words(decl))
+    init: list[bytes] = []
+    if ctx.t(ctx.next_code(decl)) == b"=":
+        k = ctx.next_code(ctx.next_code(decl))
+        while k < ctx.n and ctx.text[k] != b";":
+            init.append(ctx.text[k])
+            k += 1
+    if not (words & _GROUP_TYPES) and not (b"auto" in words and (b"coalesced_threads" in init
+                                                                 or b"tiled_partition" in init)):
+        return None
+    size = _tile_size(ctx, decl, init)
+    if size is not None and size <= 32:
+        return None
+    return ctx.text[obj].decode("latin-1")
+
+
+def _tile_size(ctx: Context, decl: int, init: list[bytes]) -> int | None:
+    """N of `thread_block_tile<N> t` or `auto t = tiled_partition<N>(...)`; None when not a literal tile size."""
+    k = ctx.prev_code(decl)
+    if ctx.t(k) == b">":
+        lit = ctx.prev_code(k)
+        if ctx.t(ctx.prev_code(lit)) == b"<":
+            return int_value(ctx.text[lit])
+    for j, w in enumerate(init[:-3]):
+        if w == b"tiled_partition" and init[j + 1] == b"<" and init[j + 3] == b">":
+            return int_value(init[j + 2])
+    return None
 
 
 def _check_holders_in_bit_functions(ctx: Context, holders: dict, reported: set[int]) -> None:
