@@ -8,6 +8,7 @@ from hipport.audit.checks.common import (
     _ASSIGN,
     _OPERAND_END,
     _OPERAND_START,
+    LANE_NAME,
     WARP_OPS,
     const_context,
     enclosing_open,
@@ -27,7 +28,7 @@ from hipport.audit.checks.context import (
 
 RULE = "lane-math-32"
 WARP_CONST_NAME = re.compile(rb"(?i)^(?:k_?|c_?|g_?)?(?:warp_?size|warp_?sz|warp_?lanes|warp_?width|"
-                             rb"lanes?_?per_?warp|threads?_?per_?warp|warp_?threads|cuda_?warp_?size|wsize)$")
+                             rb"lanes?_?per_?warp|threads?_?per_?warp|warp_?threads|cuda_?warp_?size|wsize|ws)$")
 BLOCK_NAME = re.compile(rb"(?i)(block|threads|tpb|nthreads|num_?threads|cta)")
 BLOCK_DIM = {b"blockDim", b"hipBlockDim_x", b"hipBlockDim_y", b"hipBlockDim_z"}
 # operator, literal value -> (kind, replacement operator+operand)
@@ -89,6 +90,32 @@ def check(ctx: Context) -> None:
         ctx.report(RULE, op, f"`{expr}` computes a {what} for 32-lane warps; use {advice}",
                    confidence=confidence, edits=edits, subject=ctx.text[op].decode() + " " + ctx.text[i].decode())
     _check_constants(ctx)
+    _check_last_lane(ctx)
+
+
+# `lane == 31`, `lane + d > 31`, `lane >= 32`: the last lane, or past it, of a 32-lane warp.
+# (`lane < 32` is left alone: "the first 32 lanes" is as likely as "every lane".)
+_LAST_LANE = {(b"==", 31): "(warpSize - 1)", (b"!=", 31): "(warpSize - 1)", (b">", 31): "(warpSize - 1)",
+              (b"<=", 31): "(warpSize - 1)"}
+
+
+def _check_last_lane(ctx: Context) -> None:
+    """A lane number compared with 31 or 32 treats lane 31 as the last one: on a 64-lane wavefront it is 63, so
+    the warp's last element (a scan's total, the end of a segment) is taken from the middle."""
+    for i in range(1, ctx.n):
+        if ctx.kinds[i] != LITERAL or not ctx.device[i] or ctx.in_directive[i]:
+            continue
+        op = ctx.prev_code(i)
+        new = _LAST_LANE.get((ctx.t(op), int_value(ctx.text[i])))
+        if new is None or ctx.t(ctx.next_code(i)) in (b"*", b"/", b"%", b"+", b"-", b"<<", b">>"):
+            continue
+        lo = operand_before(ctx, op)
+        if not any(ctx.kinds[k] == IDENT and LANE_NAME.match(ctx.text[k]) for k in range(lo, op)):
+            continue
+        expr = ctx.span_text(lo, i + 1).decode("latin-1")
+        ctx.report(RULE, i, f"`{expr}` takes lane 31 for the last lane of the warp; on a 64-lane wavefront the last "
+                   f"lane is 63 (compare with `{new}`)", edits=[ctx.edit(i, new)], confidence="medium",
+                   subject=f"{ctx.text[op].decode()} {ctx.text[i].decode()}")
 
 
 def _fix(ctx: Context, lo: int, op: int, lit: int, after: int, replacement: str) -> str | None:
