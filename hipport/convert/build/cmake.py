@@ -269,6 +269,10 @@ class _CMake:
             for m in re.finditer(r"(?<![A-Za-z0-9_])[A-Z][A-Za-z0-9_]*", a.text):
                 name, at = m.group(0), a.start + m.start()
                 entry = rules.variables.get(name)
+                found = rules.findcuda.get(name)
+                if entry is None and found is not None and "note" in found and a.text[:m.start()][-2:] != "${":
+                    self.seen.add(at)  # FindCUDA's variable named bare: list(APPEND CUDA_NVCC_FLAGS ...)
+                    ctx.untranslated(at, name, found["note"], f"findcuda:{name}")
                 if entry is not None:
                     self.seen.add(at)
                     if "hip" in entry:
@@ -467,4 +471,5 @@ class _CMake:
 def convert_cmake(ctx: BuildContext, rules: CMakeRules) -> None:
     if not re.search(r"CUDA|cuda|nvcc|sm_\d", ctx.text):
         return
+    ctx.uses_nvcc = True
     _CMake(ctx, rules).run()

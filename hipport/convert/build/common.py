@@ -40,14 +40,13 @@ class BuildContext:
     findings: list[Finding] = field(default_factory=list)
     fired: set[str] = field(default_factory=set)     # rule ids that changed or reported something
     arch_vars: dict[str, int] = field(default_factory=dict)  # variable holding GPU architectures -> first use
-    uses_nvcc: bool = False
+    uses_nvcc: bool = False        # the file runs nvcc (set by the converter, from its code, not its comments)
     rdc: bool = False              # relocatable device code was turned on somewhere
     path_refs: bool = False        # a CUDA install variable was turned into ROCm's
     _line_starts: list[int] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self._line_starts = [0] + [m.end() for m in re.finditer("\n", self.text)]
-        self.uses_nvcc = re.search(r"(?<![\w.-])nvcc(?![\w-])", self.text) is not None
 
     def position(self, offset: int) -> tuple[int, int]:
         i = bisect.bisect_right(self._line_starts, offset) - 1
@@ -183,17 +182,19 @@ def arch_replacement(ctx: BuildContext, value: str) -> str | None:
     return None
 
 
-def rewrite_flags(ctx: BuildContext, words: list[Word], *, cmake: bool = False, nvcc_line: bool = True) -> set[int]:
+def rewrite_flags(ctx: BuildContext, words: list[Word], *, cmake: bool = False, nvcc_line: bool = True,
+                  flags: bool = True) -> set[int]:
     """Apply the nvcc rules to a run of words (one logical line, or one CMake command's arguments); returns the
     indices of the words dealt with (changed, dropped or reported). ``nvcc_line``: the words are given to nvcc
-    (else flags whose spelling other programs use too, such as `-G` or `-x`, are left alone)."""
+    (else flags whose spelling other programs use too, such as `-G` or `-x`, are left alone). Without ``flags``
+    (a recipe line running some other program) only libraries, install paths and the compiler's name change."""
     rules = ctx.make
     done: set[int] = set()
     arch_emitted: set[str] = set()
     i = 0
     while i < len(words):
         word = words[i]
-        found = _flag_at(words, i, rules)
+        found = _flag_at(words, i, rules) if flags else None
         if found is None:
             if _library(ctx, word) or (not cmake and _compiler(ctx, word)) or _paths(ctx, word, cmake):
                 done.add(i)
@@ -225,6 +226,12 @@ def rewrite_flags(ctx: BuildContext, words: list[Word], *, cmake: bool = False, 
                     ctx.edit(words[last].start, words[last].end, flags, rule.id, words[last].text)
         elif rule.kind == "arch":
             new = arch_replacement(ctx, value)
+            if not ctx.uses_nvcc and not cmake and (new is None or not re.search(r"(?:sm|compute)_\d", value)):
+                done.difference_update(range(i, last + 1))  # -arch x86_64 / -arch $(ARCH) in a file without nvcc
+                ctx.arch_vars = {k: v for k, v in ctx.arch_vars.items() if f"$({k})" not in value
+                                 and f"${{{k}}}" not in value}
+                i += 1
+                continue
             if new is None:
                 ctx.untranslated(word.start, span_old, "GPU architectures hipport cannot read; give "
                                  f"`--offload-arch=` the AMD targets ({ctx.arch_text})", rule.id)
@@ -305,7 +312,7 @@ def path_pattern(rules: MakeRules) -> re.Pattern:
     return re.compile(
         rf"(?P<ref>\$\$?(?:\((?P<n1>{names})\)|\{{(?P<n2>{names})\}}|(?P<n3>(?<=\$\$)(?:{names})\b)"
         rf"|ENV\{{(?P<n4>{names})\}}))"
-        rf"|(?P<prefix>(?<![\w./-])(?:{prefixes})(?:-[0-9][0-9.]*)?(?![\w.-]))")
+        rf"|(?P<prefix>(?:(?<![\w./-])|(?<=-I)|(?<=-L))(?:{prefixes})(?:-[0-9][0-9.]*)?(?![\w.-]))")
 
 
 def convert_path_text(ctx: BuildContext, s: str, cmake: bool = False) -> str:
@@ -363,13 +370,13 @@ RESIDUAL = re.compile(
     r"|(?<![\w-])(?:-gencode|--generate-code|-arch=|--gpu-architecture|-Xcompiler|-Xptxas|--ptxas-options|--expt-"
     r"|-rdc=|--relocatable-device-code|--use_fast_math|-use_fast_math|-maxrregcount|-lineinfo)"
     r"|(?<![\w])(?:sm|compute)_\d{2,3}[af]?(?!\w)"
-    r"|(?<![\w-])-l(?:cu|nv)\w+"
+    r"|(?<![\w-])-l(?:cu(?:blas|fft|rand|sparse|solver|dnn|tensor|tt|pti)\w*|cuda(?:rt\w*)?|nv[A-Z]\w*|nvrtc|nvjpeg|npp\w*)\b"
     r"|(?:^|(?<=-I)|(?<=-L)|(?<==))/[^\s\"']*?(?:/nvidia|/cuda(?:-[\d.]+)?)(?=[/\s\"']|$)")
 
 
 def residuals(ctx: BuildContext, words: list[Word], done: set[int]) -> None:
     for i, word in enumerate(words):
-        if i in done:
+        if i in done or word.text[:1] in "\"'":  # a quoted string is prose (echo "...") as often as flags
             continue
         m = RESIDUAL.search(word.text)
         if m:

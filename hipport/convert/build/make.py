@@ -111,15 +111,19 @@ def convert_makefile(ctx: BuildContext) -> None:
     rdc_in_recipe = False
     handled: list[tuple[Line, list[Word], set[int]]] = []
     for line in lines:
-        if line.name is not None and any(w.text.rsplit("/", 1)[-1] in rules.compilers for w in _words(ctx, line)):
-            compiler_vars.add(line.name)
+        runs = [w for w in _words(ctx, line) if w.text.rsplit("/", 1)[-1] in rules.compilers]
+        if runs:
+            ctx.uses_nvcc = True
+            if line.name is not None:
+                compiler_vars.add(line.name)
     for line in lines:
         if line.end <= line.start:
             continue
         words = _words(ctx, line)
         before_rdc = ctx.rdc
         ctx.rdc = False
-        done = rewrite_flags(ctx, words, nvcc_line=not line.recipe or _runs_compiler(ctx, words, compiler_vars))
+        nvcc_line = not line.recipe or _runs_compiler(ctx, words, compiler_vars)
+        done = rewrite_flags(ctx, words, nvcc_line=nvcc_line, flags=nvcc_line or not ctx.uses_nvcc)
         if ctx.rdc:
             if line.name is not None:
                 rdc_vars.add(line.name)
