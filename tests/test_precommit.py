@@ -35,8 +35,13 @@ def hook_source(tmp_path_factory):
     is committed to a scratch clone so the test exercises the code under test, not the last commit."""
     need(shutil.which("git"), "git", "apt-get install git")
     src = tmp_path_factory.mktemp("hooksrc") / "hipport"
-    shutil.copytree(ROOT, src, ignore=shutil.ignore_patterns(".git", "__pycache__", "*.egg-info", ".pytest_cache",
-                                                             "build", ".hypothesis"))
+    junk = shutil.ignore_patterns(".git", "__pycache__", "*.egg-info", ".pytest_cache", ".hypothesis")
+
+    def ignore(directory, names):
+        # setuptools' top-level build/ is output; a package named build (hipport/convert/build) is source.
+        return junk(directory, names) | ({"build"} if Path(directory) == ROOT else set())
+
+    shutil.copytree(ROOT, src, ignore=ignore)
     _git(src, "init", "-q")
     _git(src, "add", "-A")
     _git(src, "commit", "-q", "-m", "hooks under test")
