@@ -306,6 +306,8 @@ def _pointee(ctx: Context, i: int, decl: int | None, fn: Function | None) -> tup
         text = w.decode("latin-1")
         if text in ("float", "double") or text in _HALF_TYPES:
             return text, False, ""
+        if text in _BUILTIN_TYPES:
+            return None, False, ""
         alias = _type_alias(ctx, w)
         if alias is not None:
             return alias, False, f"`{text}` (`{alias}`)"
