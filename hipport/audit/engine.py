@@ -4,10 +4,9 @@ suggested fix where one can be given. Never writes sources; `apply_suggestions` 
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass, field
 
-from hipport.audit import helpers
+from hipport.audit import helpers, suppressions
 from hipport.audit.checks import (
     atomics,
     ballot,
@@ -24,7 +23,6 @@ from hipport.audit.checks.context import Context
 from hipport.audit.hazards import load_hazards
 from hipport.model import Finding
 from hipport.rocm import DEFAULT_ARCHS, NEWEST_ROCM
-from hipport.scan import COMMENT
 
 
 # Check functions in the order they run; each takes a Context and reports through it.
@@ -32,8 +30,6 @@ CHECKS = (
     masks.check, ballot.check, lane_math.check, warp_loops.check, warpsize.check, inline_ptx.check,
     builtins.check, coop_groups.check, names.check, atomics.check,
 )
-
-_IGNORE = re.compile(rb"hipport:\s*ignore\[([^\]]*)\]")
 
 
 @dataclass(frozen=True)
@@ -47,23 +43,6 @@ class AuditOptions:
 
     def wants(self, rule_id: str) -> bool:
         return (not self.select or rule_id in self.select) and rule_id not in self.ignore
-
-
-def _suppressed(ctx: Context) -> dict[int, set[str]]:
-    """Line -> rule ids silenced there by `// hipport: ignore[a,b]` on that line or the line above."""
-    out: dict[int, set[str]] = {}
-    for i in range(ctx.n):
-        if ctx.kinds[i] != COMMENT:
-            continue
-        m = _IGNORE.search(ctx.text[i])
-        if not m:
-            continue
-        ids = {x.strip().decode("latin-1") for x in m.group(1).split(b",") if x.strip()}
-        line = ctx.lines.line_col(ctx.starts[i])[0]
-        end_line = ctx.lines.line_col(max(ctx.ends[i] - 1, ctx.starts[i]))[0]
-        for ln in (line, end_line, end_line + 1):
-            out.setdefault(ln, set()).update(ids)
-    return out
 
 
 def run_checks(src: bytes, path: str, options: AuditOptions) -> Context:
@@ -80,12 +59,14 @@ def audit_source(src: bytes, path: str = "<stdin>", options: AuditOptions = Audi
     label = os.path.basename(path)
     helpers.report_calls(ctx, helpers.summarise(ctx, list(ctx.findings), label), local=True)
     helpers.report_calls(ctx, helpers.helpers_of_includes(ctx, path, options), local=False)
-    silenced = _suppressed(ctx)
+    # Suppressions are judged on every finding, selected or not: `--select` must not make one look unused.
+    kept, sups = suppressions.apply(ctx, ctx.findings)
+    kept += suppressions.report_unused(ctx, sups)
     seen = set()
     out = []
-    for f in sorted(ctx.findings, key=lambda f: (f.line, f.col, f.rule_id)):
+    for f in sorted(kept, key=lambda f: (f.line, f.col, f.rule_id)):
         key = (f.rule_id, f.line, f.col)
-        if key in seen or not options.wants(f.rule_id) or f.rule_id in silenced.get(f.line, ()):
+        if key in seen or not options.wants(f.rule_id):
             continue
         seen.add(key)
         out.append(f)

@@ -238,8 +238,9 @@ def audit(paths, exclude, follow_symlinks, archs, rocm, select, ignore, fail_on,
     be given, the suggested fix as a unified-diff hunk (`hipport convert --apply-suggestions --select RULE`
     applies them). `hipport rules show RULE-ID` explains a rule.
 
-    A comment `// hipport: ignore[rule-id]` (or `ignore[a,b]`) on the line of a finding or the line above
-    silences it.
+    A comment `// hipport: ignore` on the line of a finding or the line above silences every finding there;
+    `// hipport: ignore[rule-id]` (or `ignore[a,b]`) only those rules. The info rule unused-suppression reports
+    a comment that silences nothing or names an unknown rule, with a patch that removes it.
 
     \b
     Severities:
