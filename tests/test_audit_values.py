@@ -162,3 +162,29 @@ __global__ void k(const int* in, int* out) {
     found = {(f.line, f.rule_id) for f in audit_source(src, "k.cu", AuditOptions(rocm_version=(7, 0)))}
     assert (6, "ballot-32bit") not in found
     assert (7, "ballot-32bit") in found
+
+
+def test_float_atomic_severity_follows_the_memory():
+    # A CAS loop on hipMalloc memory is correct, only slower: information. On managed memory a hardware add (from
+    # -munsafe-fp-atomics) is silently lost: a warning.
+    src = b"""#include <cuda_runtime.h>
+__global__ void acc(float* out, const float* in) { atomicAdd(out, in[threadIdx.x]); }
+int main() {
+    float *dev, *man, *in;
+    cudaMalloc(&dev, 4);
+    cudaMallocManaged(&man, 4);
+    cudaMalloc(&in, 256);
+    acc<<<1, 64>>>(dev, in);
+    acc<<<1, 64>>>(man, in);
+    return 0;
+}
+"""
+    lone = b"__global__ void acc(float* out, float v) { atomicAdd(out, v); }\n"
+    dev_only = src.replace(b"    acc<<<1, 64>>>(man, in);\n", b"")
+    managed_only = src.replace(b"    acc<<<1, 64>>>(dev, in);\n", b"")
+    severity = {}
+    for name, text in (("device", dev_only), ("managed", managed_only), ("parameter", lone)):
+        found = [f for f in audit_source(text, "a.cu", AuditOptions()) if f.rule_id == "atomic-float-add"]
+        assert len(found) == 1, (name, found)
+        severity[name] = found[0].severity
+    assert severity == {"device": "info", "managed": "warning", "parameter": "info"}

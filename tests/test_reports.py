@@ -109,7 +109,7 @@ def test_json_totals_match_the_audit(examples_reports):
     assert data["schema"] == "hipport-audit/1"
     totals = data["totals"]
     # The text report's closing line counts the audit's findings; the JSON adds what the conversion leaves.
-    m = re.search(r"(\d+) findings \((\d+) error, (\d+) warning\) in (\d+) files", r.stderr)
+    m = re.search(r"(\d+) findings \((\d+) error, (\d+) warning(?:, \d+ info)?\) in (\d+) files", r.stderr)
     audit_findings = [x for f in data["files"] for x in f["findings"] if x["source"] == "audit"]
     assert len(audit_findings) == int(m.group(1))
     assert sum(x["severity"] == "error" for x in audit_findings) == int(m.group(2))

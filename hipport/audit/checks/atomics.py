@@ -465,6 +465,12 @@ def _system(ctx: Context, i: int, word: bytes, root, alloc, host_name: str) -> N
                    subject=word.decode())
 
 
+# A float atomicAdd on global memory that is not host or managed is correct as it stands (a CAS loop): a speed
+# matter, not a defect, so it is information; on host or managed memory it is a warning (the hardware add that
+# `-munsafe-fp-atomics` or `unsafeAtomicAdd` brings in is silently lost there).
+_SLOW = "info"
+
+
 def _float_add(ctx: Context, i: int, word: bytes, pointee: str, alloc, host_name: str, space, from_parse,
                shown: str = "", patch: bool = True) -> None:
     """``shown`` names the type when it is not written as `float`/`double` (a template parameter, an alias);
@@ -477,12 +483,12 @@ def _float_add(ctx: Context, i: int, word: bytes, pointee: str, alloc, host_name
         if word == b"atomicAdd" and patch:
             ctx.report(FLOAT, i, f"`atomicAdd` on {on} compiles to a CAS loop; {_where(alloc, host_name)}, so "
                        f"`unsafeAtomicAdd` can use the hardware add (or aggregate per warp first)",
-                       edits=[ctx.edit(i, "unsafeAtomicAdd")], confidence=conf, subject=pointee)
+                       edits=[ctx.edit(i, "unsafeAtomicAdd")], confidence=conf, subject=pointee, severity=_SLOW)
         else:
             only = " for the float and double instantiations (it has no integer form)" if not patch else ""
             ctx.report(FLOAT, i, f"`{name}` on {on} compiles to a CAS loop; {_where(alloc, host_name)}, where "
                        f"`unsafeAtomicAdd` can use the hardware add{only}; or aggregate per warp first",
-                       confidence=conf, subject=pointee)
+                       confidence=conf, subject=pointee, severity=_SLOW)
     elif alloc is not None:
         ctx.report(FLOAT, i, f"`{name}` on {on}: {_where(alloc, host_name)}; hardware FP atomics "
                    f"do nothing there on MI100/MI200, so keep the CAS-loop `atomicAdd` and do not build with "
@@ -491,11 +497,11 @@ def _float_add(ctx: Context, i: int, word: bytes, pointee: str, alloc, host_name
         ctx.report(FLOAT, i, f"`{name}` on {on}: hipport cannot tell which memory this pointer "
                    f"reaches; in global memory it compiles to a CAS loop (aggregate per warp first, `unsafeAtomicAdd` "
                    f"only on `hipMalloc` memory), in `__shared__` memory the add is native",
-                   confidence=conf, subject=pointee)
+                   confidence=conf, subject=pointee, severity=_SLOW)
     else:
         ctx.report(FLOAT, i, f"`{name}` on {on} in global memory compiles to a CAS loop; aggregate "
                    f"per warp first, and use `unsafeAtomicAdd` only where the memory is coarse-grained (`hipMalloc`)",
-                   confidence=conf, subject=pointee)
+                   confidence=conf, subject=pointee, severity=_SLOW)
 
 
 __all__ = ["check", "COMMENT"]
