@@ -198,7 +198,7 @@ def _check_constants(ctx: Context) -> None:
 
 
 # Where a warp-size constant of 32 turns into a lane or warp number, a per-lane array or a lane-count test.
-_USE_OPERATORS = {b"%", b"/", b"<", b"<=", b">", b">=", b"==", b"!="}
+_USE_OPERATORS = {b"%", b"/", b"<", b"<=", b">", b">=", b"==", b"!=", b">>", b"-", b"&"}
 # A "warp" of 32 that never meets a hardware warp operation is just a group of 32 threads: correct on AMD too.
 _HARDWARE_WARP = WARP_OPS | {b"__syncwarp", b"tiled_partition", b"thread_block_tile", b"shfl", b"shfl_down",
                              b"shfl_xor", b"ballot", b"__popc", b"__ffs"}
