@@ -3,14 +3,98 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
+from functools import lru_cache
 from pathlib import Path
 
 from needs import need
 
 HIPCC = shutil.which("hipcc")
 ARCH = "gfx90a"
+
+# The library header folders compile tests include, and the Debian package that ships each (None: Debian has
+# none; ROCm's own packages do). A folder not listed here is not checked (C++ and CUDA headers, the test's own).
+LIBRARY_PACKAGES = {
+    "hip": "libamdhip64-dev", "hiprand": "libhiprand-dev", "rocrand": "librocrand-dev",
+    "hipsparse": "libhipsparse-dev", "rocsparse": "librocsparse-dev", "rocprim": "librocprim-dev",
+    "hipblas": None, "rocblas": None, "hipfft": None, "rocfft": None, "hipsolver": None, "rocsolver": None,
+    "hipcub": None, "rocthrust": None, "thrust": None, "miopen": None, "rccl": None, "hipblaslt": None,
+}
+_INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*([<"])([^>"\n]+)[>"]', re.M)
+
+
+def include_roots() -> list[Path]:
+    """Where hipcc finds library headers: $HIPPORT_TEST_INCLUDE_ROOTS (os.pathsep-separated, for tests of this
+    check) or ROCm's and Debian's folders."""
+    override = os.environ.get("HIPPORT_TEST_INCLUDE_ROOTS")
+    if override is not None:
+        return [Path(p) for p in override.split(os.pathsep) if p]
+    roots = [Path(os.environ[v]) / "include" for v in ("ROCM_PATH", "HIP_PATH") if os.environ.get(v)]
+    return roots + [Path("/opt/rocm/include"), Path("/usr/include")]
+
+
+def _includes(path: Path) -> tuple[tuple[bool, str], ...]:
+    """(angle brackets?, name) of each #include in a file."""
+    try:
+        st = path.stat()
+    except OSError:
+        return ()
+    return _includes_of(path, st.st_mtime_ns, st.st_size)
+
+
+@lru_cache(maxsize=4096)
+def _includes_of(path: Path, mtime_ns: int, size: int) -> tuple[tuple[bool, str], ...]:
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return ()
+    return tuple((m.group(1) == b"<", m.group(2).decode("utf-8", "replace").strip()) for m in _INCLUDE.finditer(data))
+
+
+def missing_headers(files, include_dirs=(), roots=None) -> list[tuple[str, str | None]]:
+    """(header, Debian package) of every library header (see LIBRARY_PACKAGES) that ``files`` include, directly,
+    through their own quoted headers, or through the library headers they include (hipRAND's include rocRAND's),
+    and that no include root holds."""
+    roots = include_roots() if roots is None else list(roots)
+    missing: dict[str, str | None] = {}
+    seen: set[Path] = set()
+    todo = [Path(f) for f in files]
+    while todo:
+        current = todo.pop()
+        if current in seen:
+            continue
+        seen.add(current)
+        for angled, name in _includes(current):
+            if not angled:
+                local = [d / name for d in (current.parent, *map(Path, include_dirs))]
+                found = next((p for p in local if p.is_file()), None)
+                if found is not None:
+                    todo.append(found)
+                    continue
+            folder = name.split("/", 1)[0] if "/" in name else None
+            if folder not in LIBRARY_PACKAGES:
+                continue
+            found = next((r / name for r in roots if (r / name).is_file()), None)
+            if found is None:
+                missing.setdefault(name, LIBRARY_PACKAGES[folder])
+            elif folder != "hip":  # HIP's own headers come whole with libamdhip64-dev
+                todo.append(found)
+    return sorted(missing.items())
+
+
+def require_headers(files, include_dirs=(), roots=None) -> None:
+    """Skip (locally) or fail (CI=true) a compile test whose library headers are not installed, naming the
+    Debian package that provides each."""
+    missing = missing_headers(files, include_dirs, roots)
+    if not missing:
+        return
+    what = ", ".join(f"<{h}>" + (f" (Debian package {p})" if p else " (not packaged by Debian; install ROCm's)")
+                     for h, p in missing)
+    packages = sorted({p for _, p in missing if p})
+    need(None, f"library header {what}", f"apt-get install {' '.join(packages)}" if packages else
+         "install the ROCm library from repo.radeon.com")
 
 
 def require_hipcc() -> None:
@@ -19,6 +103,10 @@ def require_hipcc() -> None:
 
 
 def syntax_check(path: Path, *extra: str) -> subprocess.CompletedProcess:
+    """hipcc -fsyntax-only for gfx90a; a library header the file needs that is not installed skips (fails under CI)
+    the calling test first, naming its package, instead of failing it with a compiler error."""
+    includes = [a[2:] for a in extra if a.startswith("-I")]
+    require_headers([path, *(extra[k + 1] for k, a in enumerate(extra[:-1]) if a == "-include")], includes)
     env = {**os.environ, "HIP_PLATFORM": "amd"}
     cmd = [HIPCC, "-x", "hip", f"--offload-arch={ARCH}", "-fsyntax-only", "-std=c++17", "-w", *extra, str(path)]
     return subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=path.parent, timeout=300)
@@ -33,22 +121,31 @@ def require_make() -> None:
     need(shutil.which("make"), "make", "apt-get install make")
 
 
+def tree_sources(directory: Path) -> list[Path]:
+    return [p for p in sorted(Path(directory).rglob("*")) if p.suffix in (".cu", ".cpp", ".hip", ".h", ".cuh")]
+
+
 def make(directory: Path, *args: str, timeout: int = 900) -> subprocess.CompletedProcess:
-    """`make` in ``directory`` with hipcc targeting AMD. Debian installs HIP under /usr, not /opt/rocm."""
+    """`make` in ``directory`` with hipcc targeting AMD. Debian installs HIP under /usr, not /opt/rocm. The tree's
+    library headers must be installed (else the calling test skips, or fails under CI, naming the package)."""
+    require_headers(tree_sources(directory))
     return subprocess.run(["make", "-C", str(directory), "-j2", "ROCM_PATH=/usr", *args], capture_output=True,
                           text=True, env=hip_env(), timeout=timeout)
 
 
-def cmake_hip_setup(work: Path) -> tuple[dict, list[str]]:
+def cmake_hip_setup(work: Path, sources: Path | None = None) -> tuple[dict, list[str]]:
     """Environment and `cmake` arguments under which CMake's HIP language works with Debian's packages.
 
     CMake (3.21+) wants `<ROCm root>/lib/cmake/hip-lang/hip-lang-config.cmake` and Clang itself as the HIP compiler;
     Debian (libamdhip64-dev) ships the file under /usr/lib/<multiarch>/cmake/hip-lang and Clang as clang++-15, whose
     HIP driver needs `--rocm-path=/usr` and the device libraries' directory. So: a root folder with a link to the
     package's hip-lang directory, HIPCXX, HIPFLAGS, and the multiarch CMake directory on CMAKE_PREFIX_PATH (for
-    amd_comgr, which hip-lang-config finds). On a ROCm install (/opt/rocm) none of this is needed."""
+    amd_comgr, which hip-lang-config finds). On a ROCm install (/opt/rocm) none of this is needed. ``sources``: the
+    project, whose library headers must be installed."""
     need(shutil.which("cmake"), "cmake", "apt-get install cmake")
     require_hipcc()
+    if sources is not None:  # the project's library headers, checked as `make` checks them
+        require_headers(tree_sources(sources))
     env = hip_env()
     args: list[str] = []
     if Path("/opt/rocm/lib/cmake/hip-lang/hip-lang-config.cmake").is_file():

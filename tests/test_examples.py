@@ -97,7 +97,7 @@ def test_converted_makefile_builds_the_examples_with_hipcc(converted, tmp_path):
 def test_converted_cmake_project_configures_and_builds(converted, tmp_path):
     """CMake's HIP language configures the converted project with Debian's packages (see hipcc.cmake_hip_setup for
     what that takes) and builds the target that uses hipRAND, hipSPARSE and -fgpu-rdc, and one plain example."""
-    env, args = cmake_hip_setup(tmp_path)
+    env, args = cmake_hip_setup(tmp_path, converted)
     build = tmp_path / "cmake-build"
     r = subprocess.run(["cmake", "-S", str(converted), "-B", str(build), *args], capture_output=True, text=True,
                        env=env, timeout=600)
