@@ -19,10 +19,40 @@ def parse_version(text: str) -> tuple[int, ...]:
 
 
 @dataclass(frozen=True, slots=True)
+class ArgOp:
+    """One change to a call's arguments; positions are those of the CUDA call (as written), from 0."""
+    kind: str            # "insert", "replace", "remove", "move", "copy", "cast"
+    pos: int
+    text: str = ""       # insert/replace: the text written; cast: the pointer type
+    to: int = -1         # move/copy: the argument the text goes before (at or past the end: appended)
+    count: int = 1       # move: how many arguments move together
+    warn: str = ""       # remove: reported unless the removed argument is a null constant; replace: reported
+                         # when the argument is none of `values`
+    values: tuple = ()   # replace: (argument text, replacement) pairs tried before `text`
+
+
+@dataclass(frozen=True, slots=True)
+class Rewrite:
+    """A call whose HIP or ROC form takes other arguments (`[[rewrite]]` in rules/calls.toml)."""
+    names: tuple
+    mode: str            # "hip" (without --roc), "roc" (with --roc) or "any"
+    args: int | None     # the CUDA call's argument count this applies to (None: any)
+    ops: tuple
+    rocm_min: tuple | None = None     # only when targeting this ROCm release or newer
+    rocm_before: tuple | None = None  # only when targeting an older release than this
+    note: str = ""       # reported (call-rewrite-note) wherever the rewrite is made
+    source: str = ""     # where the facts come from
+
+
+@dataclass(frozen=True, slots=True)
 class Semantic:
     symbol_args: dict          # cuda name -> argument position
+    symbol_address: frozenset  # cuda names whose HIP form takes the symbol's address: `HIP_SYMBOL(&sym)`
     kernel_args: dict          # cuda name -> (argument position, minimum argument count)
     by_arity: dict             # cuda name -> (argument count, hip name)
+    rewrites: dict             # cuda name -> tuple of Rewrite, in file order
+    roc_libraries: dict        # CUDA header -> ROC library (rules/roc.toml), in file order
+    roc_types: dict            # ROC library -> {cuda name: (roc name, host only)}
     guards: dict               # CUDA header macro -> HIP macro
     device_pass: dict          # macro tested for presence -> HIP macro
     version_macros: dict       # macro -> suggestion text
@@ -63,12 +93,109 @@ def _version(path, key, value) -> tuple:
     return parse_version(value)
 
 
+_OP_KINDS = {"insert": ("text",), "replace": ("text",), "remove": (), "move": ("to",), "copy": ("to",),
+             "cast": ("text",)}
+_OP_KEYS = {"text", "to", "count", "warn", "values"}
+_MODES = ("hip", "roc", "any")
+
+
+def _rewrites(path, data) -> dict:
+    entries = data.get("rewrite", [])
+    if not isinstance(entries, list):
+        raise RuleError(f"{path}: `[[rewrite]]` must be an array of tables")
+    out: dict = {}
+    for n, e in enumerate(entries, 1):
+        where = f"{path}: `[[rewrite]]` #{n}"
+        if not isinstance(e, dict):
+            raise RuleError(f"{where} must be a table")
+        unknown = set(e) - {"names", "mode", "args", "ops", "rocm_min", "rocm_before", "note", "source"}
+        if unknown:
+            raise RuleError(f"{where} has unknown key `{sorted(unknown)[0]}`")
+        names = e.get("names")
+        if not isinstance(names, list) or not names or not all(isinstance(x, str) and _IDENT.match(x) for x in names):
+            raise RuleError(f"{where} needs `names`, a list of C identifiers")
+        mode = e.get("mode", "any")
+        if mode not in _MODES:
+            raise RuleError(f"{where}: `mode` must be one of {', '.join(_MODES)}")
+        args = e.get("args")
+        if args is not None and (not isinstance(args, int) or isinstance(args, bool) or args < 0):
+            raise RuleError(f"{where}: `args` must be a non-negative integer")
+        ops = e.get("ops")
+        if not isinstance(ops, list) or not ops:
+            raise RuleError(f"{where} needs `ops`, a list of argument changes")
+        parsed = []
+        for op in ops:
+            kinds = [k for k in _OP_KINDS if isinstance(op, dict) and k in op]
+            if len(kinds) != 1:
+                raise RuleError(f"{where}: each op names one of {', '.join(_OP_KINDS)} with a position")
+            kind = kinds[0]
+            extra = set(op) - {kind} - _OP_KEYS
+            missing = [k for k in _OP_KINDS[kind] if k not in op]
+            if extra or missing:
+                raise RuleError(f"{where}: op `{kind}` takes {', '.join(_OP_KINDS[kind]) or 'only a position'}"
+                                f"{' (and count)' if kind == 'move' else ''}"
+                                f"{' (and warn)' if kind == 'remove' else ''}{' (and values, warn)' if kind == 'replace' else ''}")
+            ints = {k: op.get(k, d) for k, d in ((kind, 0), ("to", -1), ("count", 1))}
+            if any(not isinstance(v, int) or isinstance(v, bool) or (v < 0 and k != "to") for k, v in ints.items()):
+                raise RuleError(f"{where}: op `{kind}` positions must be non-negative integers")
+            for k in ("text", "warn"):
+                if k in op and (not isinstance(op[k], str) or not op[k]):
+                    raise RuleError(f"{where}: op `{kind}` `{k}` must be a non-empty string")
+            values = op.get("values", {})
+            if not isinstance(values, dict) or not all(isinstance(v, str) and v for v in values.values()) \
+                    or values and kind != "replace":
+                raise RuleError(f"{where}: op `{kind}`: `values` (replace only) maps argument texts to strings")
+            parsed.append(ArgOp(kind, ints[kind], op.get("text", ""), ints["to"], ints["count"], op.get("warn", ""),
+                                tuple(values.items())))
+        for k in ("note", "source"):
+            if k in e and (not isinstance(e[k], str) or not e[k]):
+                raise RuleError(f"{where}: `{k}` must be a non-empty string")
+        rewrite = Rewrite(tuple(names), mode, args, tuple(parsed),
+                          _version(path, "rocm_min", e["rocm_min"]) if "rocm_min" in e else None,
+                          _version(path, "rocm_before", e["rocm_before"]) if "rocm_before" in e else None,
+                          e.get("note", ""), e.get("source", ""))
+        for name in names:
+            out.setdefault(name, []).append(rewrite)
+    return {k: tuple(v) for k, v in out.items()}
+
+
+def _roc(path, data) -> tuple[dict, dict]:
+    libraries = data.get("libraries", {})
+    if not isinstance(libraries, dict) or not all(isinstance(v, str) and v for v in libraries.values()):
+        raise RuleError(f"{path}: `[libraries]` must map CUDA headers to library names")
+    types = data.get("types", {})
+    if not isinstance(types, dict):
+        raise RuleError(f"{path}: `[types]` must be a table of `[types.LIBRARY]` tables")
+    out = {}
+    for lib, table in types.items():
+        if lib not in libraries.values():
+            raise RuleError(f"{path}: `[types.{lib}]` names a library no header in `[libraries]` maps to")
+        names = {}
+        for name, entry in _table(path, types, lib).items():
+            if isinstance(entry, dict):
+                if set(entry) - {"roc", "host_only"} or not isinstance(entry.get("host_only", False), bool):
+                    raise RuleError(f"{path}: entry `{name}` in `[types.{lib}]` takes `roc` and `host_only`")
+                names[name] = (_str(path, f"types.{lib}", name, entry.get("roc")), entry.get("host_only", False))
+            else:
+                names[name] = (_str(path, f"types.{lib}", name, entry), False)
+        out[lib] = names
+    return dict(libraries), out
+
+
 @lru_cache(maxsize=1)
 def load_semantic() -> Semantic:
     base = builtin_rules_dir()
     calls_path, macros_path, warp_path = base / "calls.toml", base / "macros.toml", base / "warp.toml"
     calls, macros, warp = _read_toml(calls_path), _read_toml(macros_path), _read_toml(warp_path)
+    roc_path = base / "roc.toml"
+    roc_libraries, roc_types = _roc(roc_path, _read_toml(roc_path))
     symbol = {n: _int(calls_path, "symbol", n, e, "arg") for n, e in _table(calls_path, calls, "symbol").items()}
+    address = set()
+    for n, e in _table(calls_path, calls, "symbol").items():
+        if set(e) - {"arg", "address"} or not isinstance(e.get("address", False), bool):
+            raise RuleError(f"{calls_path}: entry `{n}` in `[symbol]` takes `arg` and `address = true`")
+        if e.get("address"):
+            address.add(n)
     kernel = {n: (_int(calls_path, "kernel_pointer", n, e, "arg"), _int(calls_path, "kernel_pointer", n, e, "min_args", 0))
               for n, e in _table(calls_path, calls, "kernel_pointer").items()}
     arity = {}
@@ -86,7 +213,7 @@ def load_semantic() -> Semantic:
         if not isinstance(masks.get(key), list) or not all(isinstance(m, str) for m in masks[key]):
             raise RuleError(f"{warp_path}: `masks.{key}` must be a list of strings")
     return Semantic(
-        symbol, kernel, arity, guards, device, versions, sync,
+        symbol, frozenset(address), kernel, arity, _rewrites(calls_path, calls), roc_libraries, roc_types, guards, device, versions, sync,
         _version(warp_path, "versions.sync_opt_in", wv.get("sync_opt_in")),
         _version(warp_path, "versions.sync_enabled", wv.get("sync_enabled")),
         frozenset(masks["full32"]), frozenset(masks["full64"]),

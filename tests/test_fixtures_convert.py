@@ -13,22 +13,41 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures" / "convert"
 INPUTS = sorted(p for p in FIXTURES.glob("*.cu") if not p.name.endswith((".hip.cu", ".noop.cu")))
 NOOPS = sorted(FIXTURES.glob("*.noop.cu"))
 OPTIONS = ConvertOptions(rocm_version=(6, 3))
-# hipBLAS, hipFFT, hipSOLVER, hipCUB and MIOpen are not packaged by Debian; bf16 and a missing local header
-# are left for the user on purpose.
-COMPILED = ["runtime", "driver", "rtc", "curand", "cusparse", "cucomplex"]
+# hipBLAS, hipFFT, hipSOLVER, hipCUB, rocBLAS and MIOpen are not packaged by Debian; bf16 and a missing local header
+# are left for the user on purpose. The rocSPARSE fixture targets Debian's rocSPARSE (5.3).
+COMPILED = ["runtime", "driver", "rtc", "curand", "cusparse", "cucomplex", "calls", "launch", "rocsparse", "rocrand"]
+
+
+def options_for(source: Path) -> ConvertOptions:
+    """A fixture's first line may name convert options: `// hipport-options: --roc --rocm-version 5.3
+    --launch-syntax hip` (the default is OPTIONS)."""
+    first = source.read_text(encoding="latin-1").split("\n", 1)[0]
+    if not first.startswith("// hipport-options:"):
+        return OPTIONS
+    words = first.split(":", 1)[1].split()
+    opts = {"rocm_version": OPTIONS.rocm_version}
+    for k, word in enumerate(words):
+        if word == "--roc":
+            opts["roc"] = True
+        elif word == "--rocm-version":
+            opts["rocm_version"] = tuple(int(x) for x in words[k + 1].split("."))
+        elif word == "--launch-syntax":
+            opts["launch_syntax"] = words[k + 1]
+    return ConvertOptions(**opts)
 
 
 @pytest.mark.parametrize("source", INPUTS, ids=[p.stem for p in INPUTS])
 def test_family_fixture(rules, source):
     expected = source.with_name(source.stem + ".hip.cu").read_bytes()
-    assert convert_source(source.read_bytes(), rules, OPTIONS).after == expected
-    assert convert_source(expected, rules, OPTIONS).after == expected
+    options = options_for(source)
+    assert convert_source(source.read_bytes(), rules, options).after == expected
+    assert convert_source(expected, rules, options).after == expected
 
 
 @pytest.mark.parametrize("source", NOOPS, ids=[p.stem for p in NOOPS])
 def test_family_noop(rules, source):
     src = source.read_bytes()
-    result = convert_source(src, rules, OPTIONS)
+    result = convert_source(src, rules, options_for(source))
     assert result.after == src
     assert not result.findings
 

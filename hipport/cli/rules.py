@@ -279,8 +279,26 @@ def _audit_mentions(name: str) -> list[str]:
 
 
 def _semantic_names(sem: Semantic) -> list[str]:
-    return [*sem.warp_sync, *sem.symbol_args, *sem.kernel_args, *sem.by_arity, *sem.guards, *sem.device_pass,
+    return [*sem.warp_sync, *sem.symbol_args, *sem.kernel_args, *sem.by_arity, *sem.rewrites, *sem.guards,
+            *sem.device_pass,
             *sem.version_macros, "HIP_SYMBOL"]
+
+
+def _op_text(op) -> str:
+    """One argument change in words; arguments counted from 1, as a reader counts them."""
+    at, to = f"argument {op.pos + 1}", f"argument {op.to + 1}"
+    if op.kind == "insert":
+        return f"`{op.text}` added as {at}"
+    if op.kind == "replace":
+        return f"{at} becomes `{op.text}`"
+    if op.kind == "remove":
+        return f"{at} is dropped"
+    if op.kind == "move":
+        what = f"arguments {op.pos + 1}-{op.pos + op.count}" if op.count > 1 else at
+        return f"{what} move before {to} (or to the end)"
+    if op.kind == "copy":
+        return f"{at} is written again before {to} (or at the end)"
+    return f"{at} is cast: `reinterpret_cast<{op.text}>(...)`"
 
 
 def _ordinal(pos: int) -> str:
@@ -309,7 +327,8 @@ def _semantic_lines(sem: Semantic, name: str) -> list[str]:
     if name in sem.symbol_args:
         lines += [f"{name}  (call rewrite, rules/calls.toml)",
                   f"  convert:      the {_ordinal(sem.symbol_args[name])} argument, the device symbol, is "
-                  f"wrapped: `HIP_SYMBOL(sym)` (left alone when already wrapped)"]
+                  f"wrapped: `{'HIP_SYMBOL(&sym)' if name in sem.symbol_address else 'HIP_SYMBOL(sym)'}` "
+                  f"(left alone when already wrapped)"]
     if name in sem.kernel_args:
         pos, min_args = sem.kernel_args[name]
         when = f", when the call has at least {min_args} arguments" if min_args else ""
@@ -320,6 +339,14 @@ def _semantic_lines(sem: Semantic, name: str) -> list[str]:
         count, hip = sem.by_arity[name]
         lines += [f"{name}  (call rewrite, rules/calls.toml)",
                   f"  convert:      a call with {count} arguments becomes `{hip}(...)`"]
+    for rw in sem.rewrites.get(name, ()):
+        mode = {"hip": "without --roc", "roc": "with --roc", "any": "with or without --roc"}[rw.mode]
+        when = "".join([f", {rw.args} arguments" if rw.args is not None else "",
+                        f", ROCm {'.'.join(map(str, rw.rocm_min))} and later" if rw.rocm_min else "",
+                        f", before ROCm {'.'.join(map(str, rw.rocm_before))}" if rw.rocm_before else ""])
+        lines += [f"{name}  (call rewrite, rules/calls.toml)",
+                  f"  convert:      {mode}{when}: " + "; ".join(_op_text(op) for op in rw.ops)
+                  + (f" (reported: {rw.note})" if rw.note else "")]
     if name in sem.guards:
         lines += [f"{name}  (CUDA header-guard macro, rules/macros.toml)",
                   f"  convert:      `{sem.guards[name]}` in #if, #ifdef, #ifndef, #elif and defined(); "

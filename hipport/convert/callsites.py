@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from hipport.convert.calls import Arg, call_args
+from hipport.scan import IDENT
 
 if TYPE_CHECKING:
     from hipport.convert.context import ConversionContext
@@ -38,7 +39,8 @@ def rewrite_calls(conv: "ConversionContext") -> None:
             conv.claimed.add(i)
             _warp_sync(conv, i, name)
             continue
-        if name not in sem.symbol_args and name not in sem.kernel_args and name not in sem.by_arity:
+        if name not in sem.symbol_args and name not in sem.kernel_args and name not in sem.by_arity \
+                and name not in sem.rewrites:
             continue
         if conv.user_names.is_users(i):
             continue  # `pool.cudaMemcpyToSymbol(...)`, `Sym::cudaMemcpyToSymbol(...)`: the user's function
@@ -46,6 +48,8 @@ def rewrite_calls(conv: "ConversionContext") -> None:
         if found is None:
             continue
         _, _, args = found
+        if name in sem.rewrites:
+            _rewrite_arguments(conv, i, name, args)
         if name in sem.by_arity:
             count, hip = sem.by_arity[name]
             if len(args) == count:
@@ -54,11 +58,129 @@ def rewrite_calls(conv: "ConversionContext") -> None:
         if name in sem.symbol_args:
             pos = sem.symbol_args[name]
             if pos < len(args) and not _arg_text(conv, args[pos]).startswith(_ALREADY_WRAPPED):
-                _wrap(conv, args[pos], b"HIP_SYMBOL(", b")", name, "argument")
+                address = name in sem.symbol_address and not _arg_text(conv, args[pos]).startswith(b"&")
+                _wrap(conv, args[pos], b"HIP_SYMBOL(&" if address else b"HIP_SYMBOL(", b")", name, "argument")
         if name in sem.kernel_args:
             pos, min_args = sem.kernel_args[name]
             if pos < len(args) and len(args) >= min_args and not _arg_text(conv, args[pos]).startswith(_ALREADY_WRAPPED):
                 _wrap(conv, args[pos], b"reinterpret_cast<const void*>(", b")", name, "argument")
+
+
+_NULLS = {b"0", b"NULL", b"nullptr", b"0L", b"0UL", b"(void*)0", b"((void*)0)", b"NULL_PTR"}
+
+
+def _applies(conv: "ConversionContext", rw, name: str, nargs: int | None) -> bool:
+    roc = conv.options.roc
+    if rw.mode == "hip" and roc or rw.mode == "roc" and not roc:
+        return False
+    target = conv.options.rocm_version
+    if rw.rocm_min is not None and target < rw.rocm_min or rw.rocm_before is not None and target >= rw.rocm_before:
+        return False
+    if rw.mode == "roc":
+        rule = conv.rules.names.get(name)
+        if rule is None or not rule.roc:
+            return False  # not renamed to a ROC name: its arguments stay the CUDA ones
+    return nargs is None or rw.args is None or rw.args == nargs
+
+
+def _rewrite_arguments(conv: "ConversionContext", i: int, name: str, args: list[Arg]) -> None:
+    """`[[rewrite]]` rules: arguments inserted, replaced, removed, moved, copied or cast. Every position is one of
+    the call as written, and every change an edit at an argument's edges, so renames inside the arguments still
+    apply; moved and copied text is written renamed. A call of another argument count is reported."""
+    sem = conv.semantic
+    candidates = [rw for rw in sem.rewrites[name] if _applies(conv, rw, name, None)]
+    if not candidates:
+        return
+    chosen = next((rw for rw in candidates if _applies(conv, rw, name, len(args))), None)
+    start = conv.tokens.starts[i]
+    if chosen is None:
+        counts = sorted({rw.args for rw in candidates if rw.args is not None})
+        conv.finding("call-shape-unknown", "warning", start,
+                     f"`{name}` takes other arguments on {'ROCm' if conv.options.roc else 'HIP'} and hipport knows "
+                     f"the call with {' or '.join(map(str, counts))} arguments, not {len(args)}; renamed only: "
+                     f"rewrite its arguments by hand", subject=name)
+        return
+    n = len(args)
+    inserts: dict[int, list] = {}   # offset -> [(order key, text)]
+    edits: list[tuple[int, int, bytes]] = []
+
+    def before(pos: int, text: bytes, order: tuple) -> None:
+        if pos < n:
+            inserts.setdefault(args[pos].start, []).append((order, text + b", "))
+        else:
+            at = args[-1].end if args else conv.tokens.ends[i]
+            inserts.setdefault(at, []).append((order, b", " + text))
+
+    def drop(first: int, count: int) -> None:
+        last = first + count - 1
+        if last + 1 < n:
+            edits.append((args[first].start, args[last + 1].start, b""))
+        elif first > 0:
+            edits.append((args[first - 1].end, args[last].end, b""))
+        else:
+            edits.append((args[first].start, args[last].end, b""))
+        for a in args[first:last + 1]:
+            conv.claimed.update(range(a.first, a.last))
+
+    for k, op in enumerate(chosen.ops):
+        if op.pos >= n and op.kind not in ("insert",):
+            continue  # nothing there to change
+        if op.kind == "insert":
+            before(op.pos, op.text.encode(), (op.pos, k))
+        elif op.kind == "replace":
+            arg_text = _arg_text(conv, args[op.pos]).decode("latin-1")
+            text = dict(op.values).get(arg_text.replace(" ", ""), op.text)
+            if op.warn and arg_text.replace(" ", "") not in dict(op.values):
+                conv.finding("call-rewrite-note", "warning", args[op.pos].start,
+                             f"`{name}`: {op.warn} (`{arg_text}` became `{text}`)", subject=name)
+            edits.append((args[op.pos].start, args[op.pos].end, text.encode()))
+            conv.claimed.update(range(args[op.pos].first, args[op.pos].last))
+        elif op.kind == "remove":
+            arg = args[op.pos]
+            if op.warn and _arg_text(conv, arg).replace(b" ", b"") not in _NULLS:
+                conv.finding("call-rewrite-note", "warning", arg.start,
+                             f"`{name}`: {op.warn} (`{_arg_text(conv, arg).decode('latin-1')}` is dropped)",
+                             subject=name)
+            drop(op.pos, 1)
+        elif op.kind in ("move", "copy"):
+            last = min(op.pos + op.count, n) - 1
+            text = _renamed(conv, args[op.pos].first, args[last].last)
+            before(op.to, text, (op.to, k))
+            if op.kind == "move":
+                drop(op.pos, last - op.pos + 1)
+        elif op.kind == "cast":
+            arg = args[op.pos]
+            if arg.first != arg.last and not _arg_text(conv, arg).startswith(_ALREADY_WRAPPED):
+                edits.append((arg.start, arg.start, f"reinterpret_cast<{op.text}>(".encode()))
+                edits.append((arg.end, arg.end, b")"))
+    for at, texts in inserts.items():
+        edits.append((at, at, b"".join(t for _, t in sorted(texts, key=lambda x: x[0]))))
+    edits.sort()
+    for k, (a, b, new) in enumerate(edits):
+        if k == 0:
+            conv.convert(a, b, new, name, "argument")
+        else:
+            conv.edits_only(a, b, new)
+    if chosen.note:
+        conv.finding("call-rewrite-note", "warning", start, f"`{name}`: {chosen.note}", subject=name)
+
+
+def _renamed(conv: "ConversionContext", first: int, last: int) -> bytes:
+    """The source text of tokens first..last-1 with the CUDA names in it written as the rename pass would."""
+    tokens, src = conv.tokens, conv.src
+    roc = conv.options.roc
+    out, pos = [], tokens.starts[first]
+    for k in range(first, last):
+        out.append(src[pos:tokens.starts[k]])
+        text = src[tokens.starts[k]:tokens.ends[k]]
+        if tokens.kinds[k] == IDENT and not conv.user_names.is_users(k):
+            rule = conv.rules.names.get(text.decode("latin-1"))
+            target = rule.target(roc) if rule is not None else None
+            if target and (roc or rule.family not in conv.rules.family_notes):
+                text = target.encode()
+        out.append(text)
+        pos = tokens.ends[k]
+    return b"".join(out)
 
 
 def _mask_kind(conv: "ConversionContext", arg: Arg) -> str:

@@ -32,7 +32,7 @@ def rewrite_includes(ctx: ConversionContext) -> None:
             if rule.remove:
                 _remove(ctx, d, rule.cuda)
                 continue
-            if rule.unsupported:
+            if rule.unsupported and not (roc and rule.roc):
                 ctx.finding("unsupported-header", "warning", start, f"`{rule.cuda}`: {rule.unsupported}",
                              subject=rule.cuda)
                 continue
@@ -63,7 +63,16 @@ def _remove(ctx: ConversionContext, d: dirs.Directive, cuda: str) -> None:
     ctx.convert(d.start, end, indent + kept, cuda, "include")
 
 
-def _has_device_code(ctx: ConversionContext) -> bool:
+def has_device_code(ctx: ConversionContext) -> bool:
+    """Whether the file has `__global__`/`__device__`/`__shared__` code or a launch (cached on the context)."""
+    found = getattr(ctx, "_device_code", None)
+    if found is not None:
+        return found
+    ctx._device_code = found = _scan_device_code(ctx)
+    return found
+
+
+def _scan_device_code(ctx: ConversionContext) -> bool:
     tokens = ctx.tokens
     for m in _DEVICE_CODE.finditer(ctx.src):
         i = token_at(tokens, m.start())
@@ -73,7 +82,7 @@ def _has_device_code(ctx: ConversionContext) -> bool:
 
 
 def insert_runtime_include(ctx: ConversionContext) -> None:
-    if ctx.has_runtime or not _has_device_code(ctx):
+    if ctx.has_runtime or not has_device_code(ctx):
         return
     structure = ctx.structure
     guard = structure.guard

@@ -5,6 +5,7 @@ renames inside the configuration and the arguments (a `cudaStream_t`, say) still
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 from hipport.convert.calls import matching_close, next_code, prev_code, split_args
@@ -61,6 +62,20 @@ def _kernel_start(tokens, lt: int) -> tuple[int, bool] | None:
     return i, templated
 
 
+_TEMPLATE_KERNEL = re.compile(
+    rb"\btemplate\s*<[^;{}]*>\s*(?:(?:static|inline|__launch_bounds__\s*\([^)]*\))\s+)*__global__\s+"
+    rb"(?:(?:static|inline|__launch_bounds__\s*\([^)]*\))\s+)*void\s+(?:__launch_bounds__\s*\([^)]*\)\s*)?(\w+)")
+
+
+def _template_kernels(conv: "ConversionContext") -> set:
+    """Names of the `__global__` function templates this file defines or declares."""
+    found = getattr(conv, "_template_kernels", None)
+    if found is None:
+        found = {m.group(1) for m in _TEMPLATE_KERNEL.finditer(conv.src)}
+        conv._template_kernels = found
+    return found
+
+
 def _is_dim3(tokens, arg) -> bool:
     """`dim3(...)` already: no second wrapper."""
     if tokens.text(arg.first) != b"dim3" or arg.last - arg.first < 3:
@@ -110,6 +125,8 @@ def _launch(conv: "ConversionContext", lt: int) -> int | None:
     if close is None or kernel is None:
         return None
     k0, templated = kernel
+    if not templated and k0 == prev_code(tokens, lt - 1) and tokens.text(k0) in _template_kernels(conv):
+        templated = True  # a kernel template launched with deduced arguments: hipify names it HIP_KERNEL_NAME too
     # The configuration sits between `<` (lt + 1) and `>>` (gt): split it like call arguments.
     config = split_args(tokens, lt + 1, gt)
     if not 2 <= len(config) <= 4 or any(a.first == a.last for a in config):
@@ -133,5 +150,8 @@ def _launch(conv: "ConversionContext", lt: int) -> int | None:
         last_close = b""
     else:
         last_close = close1
-    conv.edits_only(config[-1].end, tokens.starts[paren] + 1, last_close + tail_missing + (b", " if has_args else b""))
+    end = tokens.starts[paren] + 1
+    if not has_args and not conv.src[end:tokens.starts[close]].strip():
+        end = tokens.starts[close]  # `k<<<g, b>>>( )`: no space left before the `)`, as hipify writes it
+    conv.edits_only(config[-1].end, end, last_close + tail_missing + (b", " if has_args else b""))
     return gt + 2

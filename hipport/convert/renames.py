@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import re
 
+from hipport import directives as dirs
 from hipport import rocm
 from hipport.convert.context import ConversionContext
+from hipport.convert.includes import has_device_code
 from hipport.convert.usernames import CUDA_PREFIX
 from hipport.model import Finding
 from hipport.semantic import parse_version
@@ -25,6 +27,7 @@ def rename_identifiers(ctx: ConversionContext) -> None:
     claimed = ctx.claimed
     target_rocm = ctx.options.rocm_version
     users = ctx.user_names  # members, names in the user's namespaces or scopes, the file's own declarations
+    roc_types = _roc_library_types(ctx) if roc else {}
     for i in ctx.candidates:
         if skip[i] or i in claimed or users.is_users(i):
             continue
@@ -35,6 +38,17 @@ def rename_identifiers(ctx: ConversionContext) -> None:
         if name in namespaces and (nxt == b"::" or prev == b"namespace"):
             ctx.convert(starts[i], ends[i], namespaces[name].encode(), name, "namespace")
             continue
+        if name in roc_types:
+            roc_name, host_only = roc_types[name]
+            if not host_only or not has_device_code(ctx):
+                ctx.convert(starts[i], ends[i], roc_name.encode(), name, "roc")
+                continue
+            if f"roc-kept:{name}" not in ctx.once:
+                ctx.once.add(f"roc-kept:{name}")
+                ctx.finding("roc-name-kept", "info", starts[i],
+                            f"`{name}` stays: `{roc_name}` is a storage type without `{name}`'s device arithmetic "
+                            f"and this file has device code; cast the pointers you pass to the ROC library "
+                            f"(`({roc_name}*)p`)", subject=name)
         rule = names.get(name)
         if rule is None:
             if _CUDA_LOOKING.match(word):
@@ -74,3 +88,19 @@ def _unsupported(ctx: ConversionContext, rule, offset: int) -> Finding:
 
 def _installed_has(name: str, target_rocm: tuple) -> bool:
     return rocm.detect_installed() == target_rocm[:2] and name in rocm.installed_names()
+
+
+def _roc_library_types(ctx: ConversionContext) -> dict:
+    """For --roc: the `[types.LIBRARY]` names of rules/roc.toml for the first library whose CUDA header the file
+    includes (rocBLAS's complex and half types in rocBLAS code, rocSPARSE's in rocSPARSE code)."""
+    sem = ctx.semantic
+    included = set()
+    for d in ctx.structure.directives:
+        target = dirs.include_target(ctx.tokens, d)
+        if target is not None:
+            included.add(target[2].decode("latin-1"))
+    for header, lib in sem.roc_libraries.items():
+        if header in included:
+            return sem.roc_types.get(lib, {})
+    return {}
+

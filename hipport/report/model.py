@@ -53,6 +53,19 @@ CONVERT_RULES = {
     "warp-sync-opt-in": ("info", "The *_sync warp built-ins need an opt-in macro on this ROCm release",
                          "On the ROCm releases where the *_sync warp built-ins are opt-in, compile with "
                          "`-DHIP_ENABLE_WARP_SYNC_BUILTINS`."),
+    "call-shape-unknown": ("warning", "A call whose HIP or ROC form takes other arguments, written in a shape "
+                           "hipport does not know",
+                           "The function was renamed, but its HIP or ROC counterpart takes other arguments and this "
+                           "call has another argument count than the rewrite rule knows (rules/calls.toml). Write "
+                           "the arguments by hand against the HIP or ROC declaration."),
+    "call-rewrite-note": ("warning", "An argument rewrite that compiles but needs a look",
+                          "The call's arguments were rewritten the way hipify-clang does, but something is left to "
+                          "a person: a dropped argument that was not null, a buffer the ROC library needs from an "
+                          "earlier step, a buffer size that must be declared `size_t` (see the message)."),
+    "roc-name-kept": ("info", "A CUDA type left as it is under --roc where the ROC type would break device code",
+                      "hipify writes the ROC library's type (`rocblas_half`) for this name under --roc; in a file "
+                      "with device code that type has no arithmetic, so the name stays and only the pointers passed "
+                      "to the ROC library need a cast."),
     "cuda-version-macro": ("warning", "A CUDA version macro in a preprocessor condition",
                            "Conditions on `CUDART_VERSION`, `__CUDA_ARCH__` values and the like do not mean the "
                            "same under HIP. Decide by hand which branch a HIP build needs (see the message)."),
