@@ -91,16 +91,19 @@ def _installed_has(name: str, target_rocm: tuple) -> bool:
 
 
 def _roc_library_types(ctx: ConversionContext) -> dict:
-    """For --roc: the `[types.LIBRARY]` names of rules/roc.toml for the first library whose CUDA header the file
-    includes (rocBLAS's complex and half types in rocBLAS code, rocSPARSE's in rocSPARSE code)."""
+    """For --roc: the `[types.LIBRARY]` names of rules/roc.toml for the libraries whose CUDA headers the file
+    includes (rocBLAS's complex and half types in rocBLAS code, rocSPARSE's in rocSPARSE code); for a name two
+    libraries give, the one listed first in `[libraries]` wins."""
     sem = ctx.semantic
     included = set()
     for d in ctx.structure.directives:
         target = dirs.include_target(ctx.tokens, d)
         if target is not None:
             included.add(target[2].decode("latin-1"))
+    found: dict = {}
     for header, lib in sem.roc_libraries.items():
         if header in included:
-            return sem.roc_types.get(lib, {})
-    return {}
+            for name, entry in sem.roc_types.get(lib, {}).items():
+                found.setdefault(name, entry)
+    return found
 
