@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 from hipcc import require_hipcc, syntax_check
+from needs import need
 
 from hipport.convert import ConvertOptions, convert_source
 
@@ -62,5 +63,8 @@ def test_cudnn_is_reported_use_by_use(rules):
 @pytest.mark.parametrize("family", COMPILED)
 def test_family_hip_form_compiles(family):
     require_hipcc()
+    if family == "rocsparse":
+        need(any(Path(root, "rocsparse", "rocsparse.h").is_file() for root in ("/usr/include", "/opt/rocm/include")),
+             "rocSPARSE's headers", "apt-get install librocsparse-dev")
     r = syntax_check(FIXTURES / f"{family}.hip.cu")
     assert r.returncode == 0, r.stderr[-3000:]
