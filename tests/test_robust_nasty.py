@@ -44,7 +44,6 @@ MESSAGES = {
     "broken.cu": "{p}: broken symlink (its target missing.cu does not exist); skipped",
     "loop_a.cu": "{p}: symlink loop; skipped",
     "loop_b.cu": "{p}: symlink loop; skipped",
-    "readonly.cu": "{p}: read-only; not converted (--force replaces it, keeping it read-only)",
 }
 EXIT_FAILED = 3
 
@@ -107,7 +106,7 @@ def build_tree(tmp_path: Path) -> tuple[Path, Path]:
     shutil.copytree(CORPUS, root)
     outside = tmp_path / "elsewhere" / "outside target.cu"
     outside.parent.mkdir()
-    for name in MESSAGES:
+    for name in (*MESSAGES, "readonly.cu"):  # a read-only file is converted (it stays read-only): no message
         if not (root / name).exists():
             make_runtime_case(root, name, outside)
     # Things that are not errors: a directory loop, a link to a file inside the tree, a non-UTF-8 name converted.
@@ -132,15 +131,15 @@ def test_corpus_tree_every_case_named_once_others_converted(tmp_path):
             assert got == (CORPUS / rel).read_bytes(), rel
     assert (root / os.fsdecode(b"na\xefve.cu")).read_bytes() == HIP
     assert outside.read_bytes() == CUDA                             # not followed
-    assert (root / "readonly.cu").read_bytes() == CUDA
+    assert (root / "readonly.cu").read_bytes() == HIP                # replaced, as `sed -i` would
     assert stat.S_IMODE((root / "readonly.cu").stat().st_mode) == 0o444
     assert (root / "inner link.cu").is_symlink()                    # written through once, link kept
     assert not list(root.rglob("*.hipport-tmp"))
-    # A second run names the same files (--check writes nothing, so a read-only file is no problem to it).
+    # A second run names the same files and has nothing left to change.
     again = hipport("convert", "--check", root)
     assert again.returncode == EXIT_FAILED
-    assert sorted(error_lines(again.stderr)) == [e for e in expected if "read-only" not in e]
-    assert b"1 would change" in again.stderr  # the read-only file
+    assert sorted(error_lines(again.stderr)) == expected
+    assert b"would change" not in again.stderr or b"0 would change" in again.stderr
 
 
 @pytest.mark.parametrize("name", [*corpus_cases(), *(m for m in MESSAGES if m != "loop_b.cu")])
@@ -184,14 +183,29 @@ def test_follow_symlinks_writes_through_links_and_survives_loops(tmp_path):
     assert b"2 files scanned" in r.stderr
 
 
-def test_force_rewrites_read_only_file_and_keeps_it_read_only(tmp_path):
+def test_read_only_file_is_replaced_and_stays_read_only(tmp_path):
+    # As `sed -i` and `perl -i` do: the directory is writable, so the file is replaced (atomically) and keeps its
+    # mode. A tree copied from read-only storage converts without an extra flag.
     f = tmp_path / "ro.cu"
     f.write_bytes(CUDA)
     f.chmod(0o444)
-    r = hipport("convert", "--force", f)
+    r = hipport("convert", f)
     assert r.returncode == 0, r.stderr
     assert f.read_bytes() == HIP
     assert stat.S_IMODE(f.stat().st_mode) == 0o444
+    again = hipport("convert", "--force", f)  # the old flag is still accepted
+    assert again.returncode == 0, again.stderr
+
+
+def test_skip_read_only_names_the_file_and_leaves_it(tmp_path):
+    f = tmp_path / "ro.cu"
+    f.write_bytes(CUDA)
+    f.chmod(0o444)
+    r = hipport("convert", "--skip-read-only", f)
+    assert r.returncode == EXIT_FAILED, r.stderr
+    assert error_lines(r.stderr) == [f"{show(f)}: read-only; not converted (--skip-read-only; without it the file "
+                                     "is replaced and stays read-only)"]
+    assert f.read_bytes() == CUDA
 
 
 def test_read_only_file_needing_no_change_is_not_an_error(tmp_path):

@@ -107,8 +107,10 @@ def _interruptible(command):
 @click.option("--follow-symlinks", is_flag=True,
               help="Enter symlinked directories and convert symlinked files whose target lies outside the input "
                    "tree (in place: the target is rewritten, the link stays). Default: not followed, each named.")
-@click.option("--force", is_flag=True,
-              help="Rewrite read-only files in place too (they stay read-only). Default: named and left alone.")
+@click.option("--skip-read-only", is_flag=True,
+              help="Leave read-only files alone (each is named). Default: like `sed -i`, a read-only file in a "
+                   "writable directory is replaced and stays read-only.")
+@click.option("--force", is_flag=True, hidden=True)  # the default since 0.2; kept so old command lines still run
 @jobs_option
 @click.option("--no-cache", is_flag=True,
               help="Look at every file. By default a file found to need no change is remembered by its content "
@@ -119,7 +121,7 @@ def _interruptible(command):
 @_interruptible
 def convert(paths, output_dir, diff_mode, check, to_stdout, roc, rocm_version, launch_syntax, config_path, exclude,
             rule_dirs, hipify_perl, no_hipify_perl, no_build_files, offload_arch, apply_suggestions, select,
-            follow_symlinks, force, jobs, no_cache, cache_dir, quiet, verbose):
+            follow_symlinks, skip_read_only, force, jobs, no_cache, cache_dir, quiet, verbose):
     """Convert CUDA sources under PATHS to HIP.
 
     PATHS are files or directories; directories are searched for .cu .cuh .cpp .cc .cxx .c .h .hpp .hh .inl
@@ -133,8 +135,8 @@ def convert(paths, output_dir, diff_mode, check, to_stdout, roc, rocm_version, l
       1  --check found files that would change
       2  usage error, malformed rule file, or an --output-dir whose outputs would land on an input or on
          each other (nothing is written)
-      3  some files were not converted: unreadable, binary ("looks binary; skipped"), read-only without
-         --force, symlinks not followed, changed on disk during the run... (each is named in one line;
+      3  some files were not converted: unreadable, binary ("looks binary; skipped"), read-only with
+         --skip-read-only, symlinks not followed, changed on disk during the run... (each is named in one line;
          the others were processed)
       130, 143  interrupted by SIGINT (Ctrl-C) or SIGTERM: a write under way was finished, every file is
          wholly old or wholly new; run again to finish
@@ -204,10 +206,10 @@ def convert(paths, output_dir, diff_mode, check, to_stdout, roc, rocm_version, l
                 progress.advance(task)
 
             results = convert_tree(sources, rules, options, write=write, output_dir=output_dir, on_result=step,
-                                   jobs=jobs or default_jobs(), force=force, cache=cache, post=post)
+                                   jobs=jobs or default_jobs(), force=not skip_read_only, cache=cache, post=post)
     else:
         results = convert_tree(sources, rules, options, write=write, output_dir=output_dir, on_result=emit,
-                               jobs=jobs or default_jobs(), force=force, cache=cache, post=post)
+                               jobs=jobs or default_jobs(), force=not skip_read_only, cache=cache, post=post)
     sys.stdout.flush()
     summary = summarize(results)
     if not to_stdout or verbose:

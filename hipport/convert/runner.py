@@ -97,8 +97,8 @@ def _process(source: Source, rules: RuleSet, options: ConvertOptions, write: str
     try:
         if write == "inplace" and result.changed:
             if is_read_only(st) and not force:
-                result.error = (f"{show(source.path)}: read-only; not converted "
-                                "(--force replaces it, keeping it read-only)")
+                result.error = (f"{show(source.path)}: read-only; not converted (--skip-read-only; without it the "
+                                "file is replaced and stays read-only)")
                 return result
             # Through a symlink (in the tree, or followed on request) the file it points to is rewritten; the
             # link stays a link.
