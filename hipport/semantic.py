@@ -42,6 +42,7 @@ class Rewrite:
     rocm_before: tuple | None = None  # only when targeting an older release than this
     note: str = ""       # reported (call-rewrite-note) wherever the rewrite is made
     source: str = ""     # where the facts come from
+    differs: str = ""    # where hipport writes something else than hipify-clang, and why
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,7 +109,7 @@ def _rewrites(path, data) -> dict:
         where = f"{path}: `[[rewrite]]` #{n}"
         if not isinstance(e, dict):
             raise RuleError(f"{where} must be a table")
-        unknown = set(e) - {"names", "mode", "args", "ops", "rocm_min", "rocm_before", "note", "source"}
+        unknown = set(e) - {"names", "mode", "args", "ops", "rocm_min", "rocm_before", "note", "source", "differs"}
         if unknown:
             raise RuleError(f"{where} has unknown key `{sorted(unknown)[0]}`")
         names = e.get("names")
@@ -147,13 +148,13 @@ def _rewrites(path, data) -> dict:
                 raise RuleError(f"{where}: op `{kind}`: `values` (replace only) maps argument texts to strings")
             parsed.append(ArgOp(kind, ints[kind], op.get("text", ""), ints["to"], ints["count"], op.get("warn", ""),
                                 tuple(values.items())))
-        for k in ("note", "source"):
+        for k in ("note", "source", "differs"):
             if k in e and (not isinstance(e[k], str) or not e[k]):
                 raise RuleError(f"{where}: `{k}` must be a non-empty string")
         rewrite = Rewrite(tuple(names), mode, args, tuple(parsed),
                           _version(path, "rocm_min", e["rocm_min"]) if "rocm_min" in e else None,
                           _version(path, "rocm_before", e["rocm_before"]) if "rocm_before" in e else None,
-                          e.get("note", ""), e.get("source", ""))
+                          e.get("note", ""), e.get("source", ""), e.get("differs", ""))
         for name in names:
             out.setdefault(name, []).append(rewrite)
     return {k: tuple(v) for k, v in out.items()}
