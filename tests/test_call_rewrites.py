@@ -1,0 +1,105 @@
+"""The `[[rewrite]]` rules of rules/calls.toml and the `--roc` library types of rules/roc.toml beyond the fixtures:
+calls of an unknown shape, dropped arguments that were not null, device code keeping `__half`, rule-file errors."""
+
+import pytest
+
+from hipport.convert import ConvertOptions, convert_source
+from hipport.rules import RuleError
+from hipport.semantic import _roc, _rewrites, load_semantic
+
+ROC = ConvertOptions(roc=True, rocm_version=(6, 2))
+
+
+def run(rules, src: str, options=ROC):
+    result = convert_source(src.encode(), rules, options)
+    again = convert_source(result.after, rules, options)
+    assert again.after == result.after
+    return result.after.decode(), [(f.rule_id, f.line) for f in result.findings]
+
+
+def test_a_call_of_another_shape_is_renamed_and_reported(rules):
+    text, findings = run(rules, "#include <cusparse.h>\nvoid f() { cusparseSpSM_solve(h, a, b); }\n")
+    assert "rocsparse_spsm(h, a, b);" in text
+    assert findings == [("call-shape-unknown", 2)]
+
+
+def test_rewrites_for_one_mode_leave_the_other_alone(rules):
+    src = "#include <cusparse.h>\nvoid f() { cusparseSparseToDense(h, a, b, alg, buf); }\n"
+    text, findings = run(rules, src, ConvertOptions(rocm_version=(6, 2)))
+    assert "hipsparseSparseToDense(h, a, b, alg, buf);" in text and not findings
+    text, _ = run(rules, src)
+    assert "rocsparse_sparse_to_dense(h, a, b, alg, nullptr, buf);" in text
+
+
+def test_a_dropped_callback_is_reported_only_when_not_null(rules):
+    src = ("void f() {\n  cuOccupancyMaxPotentialBlockSize(&g, &b, fn, nullptr, 0, 0);\n"
+           "  cuOccupancyMaxPotentialBlockSizeWithFlags(&g, &b, fn, my_smem, 0, 0, 0);\n}\n")
+    text, findings = run(rules, src, ConvertOptions())
+    assert "hipModuleOccupancyMaxPotentialBlockSize(&g, &b, fn, 0, 0);" in text
+    assert "hipModuleOccupancyMaxPotentialBlockSizeWithFlags(&g, &b, fn, 0, 0, 0);" in text
+    assert findings == [("call-rewrite-note", 3)]
+
+
+def test_user_functions_and_members_of_the_same_name_are_left_alone(rules):
+    src = ("#include <cusparse.h>\nnamespace my { int cusparseSpMV(int a); }\n"
+           "void f(S s) { s.cusparseSpMV(1, 2); my::cusparseSpMV(3); }\n")
+    text, findings = run(rules, src)
+    assert "s.cusparseSpMV(1, 2); my::cusparseSpMV(3);" in text and not findings
+
+
+def test_moved_arguments_are_written_renamed(rules):
+    src = "#include <cudnn.h>\nvoid f() { cudnnSoftmaxForward(h, CUDNN_SOFTMAX_FAST, CUDNN_SOFTMAX_MODE_INSTANCE, &a, xd, x, &b, yd, y); }\n"
+    text, _ = run(rules, src)
+    assert ("miopenSoftmaxForward_V2(h, &a, xd, x, &b, yd, y, MIOPEN_SOFTMAX_FAST, MIOPEN_SOFTMAX_MODE_INSTANCE);"
+            in text)
+
+
+def test_half_stays_in_rocblas_device_code_and_is_reported(rules):
+    host = "#include <cublas_v2.h>\nvoid f(__half *p) { cuComplex c; }\n"
+    text, findings = run(rules, host)
+    assert "void f(rocblas_half *p) { rocblas_float_complex c; }" in text and not findings
+    device = "#include <cublas_v2.h>\n__global__ void k(__half *p) { cuComplex c; }\n"
+    text, findings = run(rules, device)
+    assert "__global__ void k(__half *p) { rocblas_float_complex c; }" in text
+    assert findings == [("roc-name-kept", 2)]
+
+
+def test_library_types_need_the_library_header(rules):
+    text, _ = run(rules, "void f() { cuComplex c; curandState_t s; }\n")
+    assert "hipComplex c; hiprandState_t s;" in text
+    text, _ = run(rules, "#include <cusparse.h>\n#include <curand_kernel.h>\nvoid f() { cuComplex c; curandState_t s; }\n")
+    assert "rocsparse_float_complex c; rocrand_state_xorwow s;" in text
+
+
+def test_no_space_before_the_parenthesis_of_an_argumentless_launch_but_comments_stay(rules):
+    opts = ConvertOptions(launch_syntax="hip")
+    text, _ = run(rules, "__global__ void k();\nvoid f() { k<<<1, 2>>>(  ); k<<<1, 2>>>( /* none */ ); }\n", opts)
+    assert "hipLaunchKernelGGL(k, dim3(1), dim3(2), 0, 0); hipLaunchKernelGGL(k, dim3(1), dim3(2), 0, 0 /* none */ );" in text
+
+
+@pytest.mark.parametrize("entry, message", [
+    ({"names": ["f"], "ops": [{"insert": 1}]}, "op `insert` takes text"),
+    ({"names": ["f"], "ops": [{"insert": 1, "text": "x", "remove": 2}]}, "each op names one of"),
+    ({"names": ["f"], "mode": "cuda", "ops": [{"remove": 1}]}, "`mode` must be one of"),
+    ({"names": ["f"], "ops": [{"remove": -1}]}, "positions must be non-negative"),
+    ({"names": ["f g"], "ops": [{"remove": 1}]}, "needs `names`"),
+    ({"names": ["f"], "ops": [{"move": 1, "values": {"0": "a"}, "to": 2}]}, "`values` (replace only)"),
+    ({"names": ["f"], "ops": [{"remove": 1}], "rocm_min": "six"}, "must be a version"),
+    ({"names": ["f"], "ops": [{"remove": 1}], "color": "red"}, "unknown key `color`"),
+])
+def test_malformed_rewrites_stop_with_one_line(entry, message):
+    with pytest.raises(RuleError) as err:
+        _rewrites("calls.toml", {"rewrite": [entry]})
+    assert message in str(err.value) and "\n" not in str(err.value)
+
+
+def test_malformed_roc_types_stop_with_one_line():
+    with pytest.raises(RuleError, match="names a library no header"):
+        _roc("roc.toml", {"libraries": {"a.h": "liba"}, "types": {"libb": {"x": "y"}}})
+    with pytest.raises(RuleError, match="takes `roc` and `host_only`"):
+        _roc("roc.toml", {"libraries": {"a.h": "liba"}, "types": {"liba": {"x": {"roc": "y", "device": True}}}})
+
+
+def test_the_builtin_rewrites_load():
+    sem = load_semantic()
+    assert sem.rewrites["cusparseSpSM_solve"] and "cudaGraphAddMemcpyNodeToSymbol" in sem.symbol_address
