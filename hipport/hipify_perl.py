@@ -330,22 +330,39 @@ def _write_text(path: Path, text: str) -> None:
 
 # ---- finding the installed one and caching its rules -----------------------------------------------------------
 
-def find_hipify_perl(explicit: Path | None = None) -> tuple[Path, str] | None:
+def find_hipify_perl(explicit: Path | None = None, *, environ=None, root: Path | None = None
+                     ) -> tuple[Path, str] | None:
     """(path, how it was found) of the hipify-perl to use, or None.
 
     Order: ``explicit`` (``--hipify-perl``), ``$HIPPORT_HIPIFY_PERL`` (``off`` disables the search),
-    ``/opt/rocm/bin/hipify-perl``, ``hipify-perl`` on ``PATH``. An explicit or environment path must exist."""
+    ``/opt/rocm/bin/hipify-perl``, ``hipify-perl`` on ``PATH``. An explicit or environment path must exist.
+    ``environ`` and ``root`` (the system's ``/``) default to this process's and this machine's."""
     if explicit is not None:
         return Path(explicit), "--hipify-perl"
-    env = os.environ.get(ENV_VAR, "").strip()
+    environ = os.environ if environ is None else environ
+    env = environ.get(ENV_VAR, "").strip()
     if env.lower() in ENV_OFF:
         return None
     if env:
         return Path(env), ENV_VAR
-    if DEFAULT_LOCATION.is_file():
-        return DEFAULT_LOCATION, "ROCm"
-    found = shutil.which("hipify-perl")
+    default = DEFAULT_LOCATION if root is None else Path(root) / str(DEFAULT_LOCATION).lstrip("/")
+    if default.is_file():
+        return default, "ROCm"
+    found = shutil.which("hipify-perl", path=environ.get("PATH", os.defpath))
     return (Path(found), "PATH") if found else None
+
+
+_HIP_VERSION_LINE = re.compile(rb'"HIP version (\d+)\.(\d+)(?:\.(\d+))?\\n"')
+
+
+def script_hip_version(path: Path) -> tuple[int, int, int] | None:
+    """The HIP release a hipify-perl script's tables are for, as its `-version` option prints it
+    (`print STDERR "HIP version 6.3.0\\n"`), read from the script without running Perl."""
+    try:
+        m = _HIP_VERSION_LINE.search(_read_bytes(Path(path)))
+    except HipifyPerlError:
+        return None
+    return (int(m.group(1)), int(m.group(2)), int(m.group(3) or 0)) if m else None
 
 
 def hipify_perl_rules_dir(explicit: Path | None = None, warn: Callable[[str], None] | None = None) -> Path | None:

@@ -6,6 +6,7 @@ import os
 import re
 import shutil
 import subprocess
+from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
 
@@ -14,6 +15,12 @@ NEWEST_ROCM = (7, 0)
 # The GPUs both commands target when neither the command line nor the settings (`offload-arch`) name any:
 # MI200 and MI300 (wave64) and RDNA3 (wave32).
 DEFAULT_ARCHS = ("gfx90a", "gfx942", "gfx1100")
+WAVE64_PREFIXES = ("gfx8", "gfx9")  # GCN and CDNA run 64-lane wavefronts; gfx10+ (RDNA) runs 32 in HIP
+
+
+def wave_size(arch: str) -> int:
+    """Lanes in a wavefront of ``arch`` as HIP compiles for it (gfx8/gfx9: 64; gfx10 and later: 32)."""
+    return 64 if arch.startswith(WAVE64_PREFIXES) else 32
 
 _VERSION_ARG = re.compile(r"^(\d+)\.(\d+)(?:\.\d+)?$")
 
@@ -29,35 +36,51 @@ def parse_rocm_version(text: str) -> tuple[int, int]:
     return int(m.group(1)), int(m.group(2))
 
 
+def under(root: Path, path: str | os.PathLike) -> Path:
+    """``path`` of the system mounted at ``root`` (``/`` is this one)."""
+    return Path(root) / str(path).lstrip("/") if str(root) != "/" else Path(path)
+
+
+def include_roots_in(root: Path, env: Mapping[str, str]) -> list[Path]:
+    """Folders holding `hip/hip_version.h` on the system at ``root``: $ROCM_PATH/include, $HIP_PATH/include,
+    /opt/rocm/include, /usr/include (Debian's HIP)."""
+    roots = [under(root, Path(env[v]) / "include") for v in ("ROCM_PATH", "HIP_PATH") if env.get(v)]
+    roots += [under(root, "/opt/rocm/include"), under(root, "/usr/include")]
+    return [r for r in dict.fromkeys(roots) if (r / "hip" / "hip_version.h").is_file()]
+
+
 @lru_cache(maxsize=1)
 def include_roots() -> list[Path]:
-    roots = []
-    for env in ("ROCM_PATH", "HIP_PATH"):
-        if os.environ.get(env):
-            roots.append(Path(os.environ[env]) / "include")
-    roots += [Path("/opt/rocm/include"), Path("/usr/include")]
-    return [r for r in roots if (r / "hip" / "hip_version.h").is_file()]
+    return include_roots_in(Path("/"), os.environ)
+
+
+def find_installed(roots: list[Path], env: Mapping[str, str]) -> tuple[tuple[int, int], str] | None:
+    """(version, where it was read: a hip_version.h path or `hipconfig --version`) of the installed HIP."""
+    for root in roots:
+        header = root / "hip" / "hip_version.h"
+        text = header.read_text(errors="replace")
+        major = re.search(r"#define\s+HIP_VERSION_MAJOR\s+(\d+)", text)
+        minor = re.search(r"#define\s+HIP_VERSION_MINOR\s+(\d+)", text)
+        if major and minor:
+            return (int(major.group(1)), int(minor.group(1))), str(header)
+    exe = shutil.which("hipconfig", path=env.get("PATH", os.defpath))
+    if exe:
+        try:
+            out = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=10,
+                                 env=dict(env)).stdout
+        except (OSError, subprocess.SubprocessError):
+            return None
+        m = re.match(r"(\d+)\.(\d+)", out.strip())
+        if m:
+            return (int(m.group(1)), int(m.group(2))), f"{exe} --version"
+    return None
 
 
 @lru_cache(maxsize=1)
 def detect_installed() -> tuple[int, int] | None:
     """Version of the installed HIP, from `hip/hip_version.h`, else `hipconfig --version`."""
-    for root in include_roots():
-        text = (root / "hip" / "hip_version.h").read_text(errors="replace")
-        major = re.search(r"#define\s+HIP_VERSION_MAJOR\s+(\d+)", text)
-        minor = re.search(r"#define\s+HIP_VERSION_MINOR\s+(\d+)", text)
-        if major and minor:
-            return int(major.group(1)), int(minor.group(1))
-    exe = shutil.which("hipconfig")
-    if exe:
-        try:
-            out = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=10).stdout
-        except (OSError, subprocess.SubprocessError):
-            return None
-        m = re.match(r"(\d+)\.(\d+)", out.strip())
-        if m:
-            return int(m.group(1)), int(m.group(2))
-    return None
+    found = find_installed(include_roots(), os.environ)
+    return found[0] if found else None
 
 
 def default_target() -> tuple[int, int]:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from hipport.rocm import WAVE64_PREFIXES, wave_size  # noqa: F401  (the audit's checks import them from here)
 from hipport.rules import RuleError, builtin_rules_dir
 
 SEVERITIES = ("info", "warning", "error")
@@ -24,15 +25,9 @@ _WHEN_KEYS = frozenset({"rocm_at_least", "rocm_below", "arch_wave32", "arch_wave
 _VERSION = re.compile(r"^\d+(?:\.\d+){0,2}$")
 _ID = re.compile(r"^[a-z][a-z0-9]*(?:-[a-z0-9]+)*$")
 
-WAVE64_PREFIXES = ("gfx8", "gfx9")  # GCN and CDNA run 64-lane wavefronts; gfx10+ (RDNA) runs 32 in HIP
-
 
 class HazardError(Exception):
     """A hazard rule file is malformed; the message names the file and the key."""
-
-
-def wave_size(arch: str) -> int:
-    return 64 if arch.startswith(WAVE64_PREFIXES) else 32
 
 
 def parse_version(text: str) -> tuple[int, ...]:

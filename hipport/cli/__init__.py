@@ -1,5 +1,5 @@
-"""The `hipport` command line: one module per command (`convert`, `audit`, `rules`, `init`), the options they
-share in `options`. Porting logic lives in `hipport.convert` and `hipport.audit`; reports in `hipport.report`.
+"""The `hipport` command line: one module per command (`convert`, `audit`, `rules`, `init`, `doctor`), the options
+they share in `options`. Porting logic lives in `hipport.convert` and `hipport.audit`; reports in `hipport.report`.
 
 Ctrl-C at any moment gives one line and exit 130, never a traceback. While this module loads (click, then the
 command's own imports) nothing has been written, so when hipport is the program a SIGINT then prints the line and
@@ -101,4 +101,5 @@ _LAZY_COMMANDS = {
     "audit": ("hipport.cli.audit", "audit"),
     "rules": ("hipport.cli.rules", "rules"),
     "init": ("hipport.cli.init", "init"),
+    "doctor": ("hipport.cli.doctor", "doctor"),
 }

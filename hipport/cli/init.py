@@ -3,23 +3,29 @@ baseline of today's audit findings so the hook only fails on new ones."""
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
 import click
 
-from hipport.audit import DEFAULT_ARCHS
-from hipport.rocm import detect_installed
+from hipport import environment
+from hipport.rocm import DEFAULT_ARCHS, NEWEST_ROCM, VersionError, parse_rocm_version
 
-SOURCE_PATTERN = r"\.(cu|cuh|cpp|cc|cxx|c|h|hpp|hh|inl)$"
+SOURCE_PATTERN = r"\.(cu|cuh|cpp|cc|cxx|c|h|hpp|hh|inl|inc)$"  # files.SOURCE_SUFFIXES, as the published hooks
 BASELINE = ".hipport-baseline.json"
 
 
-def settings_text(rocm: str, archs: tuple[str, ...]) -> str:
+_ARCH = re.compile(r"^gfx[0-9a-f]{3,4}[a-z0-9:+-]*$")
+
+
+def settings_text(rocm: str, archs: tuple[str, ...], rocm_from: str = "", archs_from: str = "") -> str:
     arch_list = ", ".join(f'"{a}"' for a in archs)
+    rocm_note = f" ({rocm_from})" if rocm_from else ""
+    arch_note = f" ({archs_from})" if archs_from else ""
     return f"""# hipport project settings; command-line flags override them.
-rocm-version = "{rocm}"                # the ROCm release converted code must build with
-offload-arch = [{arch_list}]   # GPUs to judge wave64 / wave32 hazards against
+rocm-version = "{rocm}"                # the ROCm release converted code must build with{rocm_note}
+offload-arch = [{arch_list}]   # GPUs to judge wave64 / wave32 hazards against{arch_note}
 exclude = ["third_party", "build"]   # paths or globs never converted or audited
 fail-on = "warning"                  # lowest audit severity that fails the hook
 baseline = "{BASELINE}"   # accepted findings; only new ones fail
@@ -51,12 +57,16 @@ def precommit_text(repo: str | None, rev: str | None) -> str:
 
 @click.command("init")
 @click.argument("root", required=False, default=".", type=click.Path(path_type=Path, file_okay=False, exists=True))
-@click.option("--rocm-version", metavar="X.Y", help="ROCm release to target (default: the installed HIP, else 7.0).")
+@click.option("--rocm-version", metavar="X.Y", help="ROCm release to target (default: the installed HIP, found as "
+                                                     "`hipport doctor` finds it, else 7.0).")
+@click.option("--offload-arch", "archs", metavar="ARCH[,ARCH...]",
+              help="GPU targets to write (default: this machine's AMD GPUs, found as `hipport doctor` finds them, "
+                   f"else {','.join(DEFAULT_ARCHS)}).")
 @click.option("--hook-repo", metavar="URL", help="Use the hooks from this hipport repository instead of the "
                                                   "installed hipport (`repo: local`).")
 @click.option("--hook-rev", metavar="REV", help="Tag or commit of --hook-repo (default: main).")
 @click.option("--force", is_flag=True, help="Overwrite an existing .hipport.toml and baseline.")
-def init(root: Path, rocm_version, hook_repo, hook_rev, force):
+def init(root: Path, rocm_version, archs, hook_repo, hook_rev, force):
     """Set up hipport in the repository at ROOT (default: the current directory).
 
     \b
@@ -71,10 +81,33 @@ def init(root: Path, rocm_version, hook_repo, hook_rev, force):
     if settings.exists() and not force:
         click.echo(f"hipport: error: {settings} already exists; use --force to replace it", err=True)
         sys.exit(2)
-    installed = detect_installed()
-    rocm = rocm_version or (".".join(map(str, installed)) if installed else "7.0")
-    settings.write_text(settings_text(rocm, DEFAULT_ARCHS), encoding="utf-8")
-    click.echo(f"wrote {settings}")
+    if rocm_version is not None:  # checked before anything is written: a typo must not leave a settings file
+        try:
+            parse_rocm_version(rocm_version)
+        except VersionError as exc:
+            click.echo(f"hipport: error: --rocm-version: {exc}", err=True)
+            sys.exit(2)
+    targets = [a.strip() for a in (archs or "").split(",") if a.strip()]
+    bad = [a for a in targets if not _ARCH.match(a)]
+    if bad:
+        click.echo(f"hipport: error: --offload-arch: `{bad[0]}` is not a GPU architecture name like gfx90a or "
+                   f"gfx1100", err=True)
+        sys.exit(2)
+    machine = environment.detect(full=False)  # what `hipport doctor` reports, without the compiler probes
+    if rocm_version:
+        rocm, rocm_from = rocm_version, "--rocm-version"
+    elif machine.rocm_installed:
+        rocm, rocm_from = machine.rocm_installed, "the installed HIP"
+    else:
+        rocm, rocm_from = ".".join(map(str, NEWEST_ROCM)), "no HIP installed: the newest release hipport knows"
+    if targets:
+        archs_from = "--offload-arch"
+    elif machine.gpus:
+        targets, archs_from = sorted({g.name for g in machine.gpus}), "this machine's GPUs; add your users' ones"
+    else:
+        targets, archs_from = list(DEFAULT_ARCHS), "no GPU here: hipport's defaults, MI200, MI300 and RDNA3"
+    settings.write_text(settings_text(rocm, tuple(targets), rocm_from, archs_from), encoding="utf-8")
+    click.echo(f"wrote {settings} (ROCm {rocm} ({rocm_from}); offload-arch {', '.join(targets)} ({archs_from}))")
     baseline = root / BASELINE
     try:
         audit.main([str(root), "--rocm-version", rocm, "--write-baseline", str(baseline), "-q",
