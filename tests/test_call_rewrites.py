@@ -103,3 +103,9 @@ def test_malformed_roc_types_stop_with_one_line():
 def test_the_builtin_rewrites_load():
     sem = load_semantic()
     assert sem.rewrites["cusparseSpSM_solve"] and "cudaGraphAddMemcpyNodeToSymbol" in sem.symbol_address
+
+
+def test_cudnn_names_without_a_miopen_name_are_reported_not_renamed_to_hipdnn(rules):
+    text, findings = run(rules, "#include <cudnn.h>\nvoid f() { cudnnFindConvolutionForwardAlgorithm(h); cudnnCreate(&h); }\n")
+    assert "cudnnFindConvolutionForwardAlgorithm(h); miopenCreate(&h);" in text and "hipdnn" not in text
+    assert findings == [("unsupported-api", 2)]

@@ -56,7 +56,9 @@ def rename_identifiers(ctx: ConversionContext) -> None:
                 ctx.result.unknown.append((name, line, col))
             continue
         target = rule.target(roc)
-        if target is not None and not roc and rule.family in ctx.rules.family_notes:
+        if target is not None and rule.family in ctx.rules.family_notes and not (roc and rule.roc):
+            # cuDNN's "HIP" names are hipDNN's, which ROCm does not ship: without a MIOpen name the use is reported
+            # under --roc too (hipify-clang: unsupported in ROC), never renamed to hipDNN.
             ctx.result.findings.append(_unsupported(ctx, rule, starts[i]))
             continue
         if target is None:
@@ -83,6 +85,8 @@ def _unsupported(ctx: ConversionContext, rule, offset: int) -> Finding:
         message = f"`{rule.cuda}`: {ctx.rules.family_notes[rule.family]}"
     if ctx.options.roc and rule.hip and not rule.roc:
         message = f"`{rule.cuda}` has no ROC equivalent; `{rule.hip}` is the HIP name"
+        if rule.family in ctx.rules.family_notes:  # the HIP name is hipDNN's, which ROCm does not ship
+            message = f"`{rule.cuda}` has no MIOpen equivalent ({rule.family}); port it by hand"
     return Finding(f"{what}-api", "warning", line, col, message, subject=rule.cuda)
 
 
