@@ -432,3 +432,14 @@ def test_init_flags_win_over_detection(machine, monkeypatch):
     assert settings["rocm-version"] == "7.0" and settings["offload-arch"] == ["gfx942", "gfx1100"]
     result, _, _ = _init(machine, monkeypatch, "--force", "--offload-arch", "sm_80")
     assert result.exit_code == 2 and "sm_80" in result.output
+
+
+def test_readme_example_is_what_doctor_prints_on_a_machine_without_rocm(machine):
+    import re
+
+    readme = (ROOT / "README.md").read_text()
+    m = re.search(r"```\n\$ hipport doctor\n(.*?)```", readme, re.S)
+    assert m, "the README's doctor example is gone; update this test with it"
+    r = machine.doctor()
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == m.group(1)
