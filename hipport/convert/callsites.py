@@ -49,7 +49,7 @@ def rewrite_calls(conv: "ConversionContext") -> None:
             continue
         _, _, args = found
         if name in sem.rewrites:
-            _rewrite_arguments(conv, i, name, args)
+            _rewrite_arguments(conv, i, name, args, found[0])
         if name in sem.by_arity:
             count, hip = sem.by_arity[name]
             if len(args) == count:
@@ -83,7 +83,7 @@ def _applies(conv: "ConversionContext", rw, name: str, nargs: int | None) -> boo
     return nargs is None or rw.args is None or rw.args == nargs
 
 
-def _rewrite_arguments(conv: "ConversionContext", i: int, name: str, args: list[Arg]) -> None:
+def _rewrite_arguments(conv: "ConversionContext", i: int, name: str, args: list[Arg], open_paren: int) -> None:
     """`[[rewrite]]` rules: arguments inserted, replaced, removed, moved, copied or cast. Every position is one of
     the call as written, and every change an edit at an argument's edges, so renames inside the arguments still
     apply; moved and copied text is written renamed. A call of another argument count is reported."""
@@ -108,7 +108,7 @@ def _rewrite_arguments(conv: "ConversionContext", i: int, name: str, args: list[
         if pos < n:
             inserts.setdefault(args[pos].start, []).append((order, text + b", "))
         else:
-            at = args[-1].end if args else conv.tokens.ends[i]
+            at = args[-1].end if args else conv.tokens.ends[open_paren]
             inserts.setdefault(at, []).append((order, b", " + text))
 
     def drop(first: int, count: int) -> None:

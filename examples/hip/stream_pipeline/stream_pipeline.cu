@@ -106,8 +106,8 @@ int main(int argc, char** argv) {
     const size_t bytes = static_cast<size_t>(n) * sizeof(float);
     float* h_in = nullptr;
     float* h_out = nullptr;
-    CUDA_CHECK(hipHostMalloc(&h_in, bytes));
-    CUDA_CHECK(hipHostMalloc((void**)&h_out, bytes));
+    CUDA_CHECK(hipHostMalloc(&h_in, bytes, hipHostMallocDefault));
+    CUDA_CHECK(hipHostMalloc((void**)&h_out, bytes, hipHostMallocDefault));
     for (int i = 0; i < n; ++i) {
         h_in[i] = std::sin(0.001f * static_cast<float>(i % 6283));
     }
