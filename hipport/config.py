@@ -16,6 +16,7 @@ KEYS = {
     "hipify-perl": str,
     "fail-on": str,
     "baseline": str,
+    "include-dirs": list,
 }
 
 

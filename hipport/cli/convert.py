@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import os
 import re
 import sys
 from pathlib import Path
@@ -30,14 +31,15 @@ from hipport.convert.runner import (
     signals_handled,
 )
 from hipport.convert.summary import summarize
+from hipport.convert.verify import ToolchainError, TreeFile, find_toolchain, load_causes, verify_tree
 from hipport.diffs import unified_diff
-from hipport.files import InputError, collect_sources, plan_output_dir
+from hipport.files import InputError, collect_sources, output_path, plan_output_dir
 from hipport.hipify_perl import hipify_perl_dirs
-from hipport.report.text import render_summary
+from hipport.report.text import render_summary, render_verify
 from hipport.rocm import DEFAULT_ARCHS, VersionError, default_target, parse_rocm_version
 from hipport.rules import RuleError, load_rules
 
-EXIT_OK, EXIT_CHANGES, EXIT_USAGE, EXIT_FILES_FAILED = 0, 1, 2, 3
+EXIT_OK, EXIT_CHANGES, EXIT_USAGE, EXIT_FILES_FAILED, EXIT_NOT_BUILDING = 0, 1, 2, 3, 4
 _PROGRESS_MIN_FILES = 5
 
 
@@ -111,6 +113,15 @@ def _interruptible(command):
               help="Leave read-only files alone (each is named). Default: like `sed -i`, a read-only file in a "
                    "writable directory is replaced and stays read-only.")
 @click.option("--force", is_flag=True, hidden=True)  # the default since 0.2; kept so old command lines still run
+@click.option("--verify", is_flag=True,
+              help="Then compile every converted translation unit (a .cu/.hip file, or a C++ file using HIP, that no "
+                   "other file #includes) with the installed hipcc: syntax only, HIP_PLATFORM=amd, for the "
+                   "--offload-arch targets its clang knows. Each unit that fails is named with its first errors and, "
+                   "where known, their cause and fix (rules/verify.toml); exit 4. With --diff, --check or --stdout "
+                   "a temporary copy of the converted text is compiled; with -o, the output tree.")
+@click.option("-I", "--include-dir", "include_dirs", multiple=True, type=click.Path(path_type=Path, file_okay=False),
+              metavar="DIR", help="With --verify: a folder hipcc searches for headers (repeatable; after the "
+                                  "settings' `include-dirs`).")
 @jobs_option
 @click.option("--no-cache", is_flag=True,
               help="Look at every file. By default a file found to need no change is remembered by its content "
@@ -121,7 +132,7 @@ def _interruptible(command):
 @_interruptible
 def convert(paths, output_dir, diff_mode, check, to_stdout, roc, rocm_version, launch_syntax, config_path, exclude,
             rule_dirs, hipify_perl, no_hipify_perl, no_build_files, offload_arch, apply_suggestions, select,
-            follow_symlinks, skip_read_only, force, jobs, no_cache, cache_dir, quiet, verbose):
+            follow_symlinks, skip_read_only, force, verify, include_dirs, jobs, no_cache, cache_dir, quiet, verbose):
     """Convert CUDA sources under PATHS to HIP.
 
     PATHS are files or directories; directories are searched for .cu .cuh .cpp .cc .cxx .c .h .hpp .hh .inl
@@ -138,6 +149,8 @@ def convert(paths, output_dir, diff_mode, check, to_stdout, roc, rocm_version, l
       3  some files were not converted: unreadable, binary ("looks binary; skipped"), read-only with
          --skip-read-only, symlinks not followed, changed on disk during the run... (each is named in one line;
          the others were processed)
+      4  --verify: a converted translation unit does not compile (each is named with its first errors);
+         without hipcc, --verify is a usage error (2) and nothing is converted
       130, 143  interrupted by SIGINT (Ctrl-C) or SIGTERM: a write under way was finished, every file is
          wholly old or wholly new; run again to finish
     """
@@ -157,6 +170,15 @@ def convert(paths, output_dir, diff_mode, check, to_stdout, roc, rocm_version, l
             load_build_rules()  # a malformed build rule file stops the run before any file is touched
     except (RuleError, InputError, ConfigError, VersionError) as exc:
         fail(str(exc))
+    if include_dirs and not verify:
+        fail("-I/--include-dir only applies with --verify")
+    toolchain = None
+    if verify:  # before anything is written: no hipcc (or no target it knows) is a usage error
+        try:
+            load_causes()
+            toolchain = find_toolchain(targets)
+        except (RuleError, ToolchainError) as exc:
+            fail(str(exc))
     roc = roc or config.get("roc", False)
     launch_syntax = launch_syntax or config.get("launch-syntax", "cuda")
     if to_stdout and (len(sources) != 1 or not paths[0].is_file()):
@@ -212,22 +234,70 @@ def convert(paths, output_dir, diff_mode, check, to_stdout, roc, rocm_version, l
                                jobs=jobs or default_jobs(), force=not skip_read_only, cache=cache, post=post)
     sys.stdout.flush()
     summary = summarize(results)
+    if toolchain is not None:
+        summary.verify = _verify(toolchain, sources, results, write, output_dir,
+                                 [*config.paths("include-dirs"), *include_dirs], jobs or default_jobs(), rocm)
     if not to_stdout or verbose:
         action = "would change" if write == "none" else "changed"
-        render_summary(err, summary, verbose=verbose, action=action)
+        render_summary(err, summary, verbose=verbose, action=action, verify_copy=write == "none")
     elif summary.errors:
         for e in summary.errors:
             err.print(f"error: {e}", markup=False)
     if quiet:  # -q prints nothing but errors: each failed file, one line
         for e in summary.errors:
             click.echo(f"error: {e}", err=True)
+        for unit in summary.verify.failed if summary.verify else ():
+            first = unit.errors[0] if unit.errors else None
+            click.echo(f"does not compile: {unit.shown}" + (f": {first.location()}: {first.message}" if first else ""),
+                       err=True)
+    elif to_stdout and summary.verify is not None and not verbose:
+        render_verify(err, summary.verify, verbose=False, copy=True)
     if summary.files_failed:
         sys.exit(EXIT_FILES_FAILED)
+    if summary.verify is not None and summary.verify.failed:
+        sys.exit(EXIT_NOT_BUILDING)
     if check and summary.files_changed:
         sys.exit(EXIT_CHANGES)
     sys.exit(EXIT_OK)
 
 
+
+
+def _verify(toolchain, sources, results, write, output_dir, include_dirs, jobs, rocm):
+    """The converted tree as hipcc should see it: the files in place, the output tree, or (nothing written) a
+    temporary copy of the converted texts (paths relative to it); then `verify_tree`. An include folder inside an
+    input tree is searched in its converted copy first."""
+    files, mirrors = [], {}  # mirrors: input tree root -> where its converted copy is
+    for source, result in zip(sources, results):
+        if source.skip is not None or source.build is not None:
+            continue
+        depth = len(source.rel.parts)
+        here = Path(os.path.abspath(source.path))
+        tree = here.parents[depth - 1] if depth else here.parent
+        if write == "inplace":
+            files.append(TreeFile(here, str(source.path), changed=result.changed))
+            mirrors[tree] = tree
+        elif write == "outdir":
+            mirrors[tree] = Path(os.path.abspath(output_dir))
+            if result.error is not None:
+                continue  # not written
+            target = output_path(output_dir, source)
+            files.append(TreeFile(Path(os.path.abspath(target)), str(target), changed=result.changed, origin=here))
+        else:
+            mirrors[tree] = Path(".")  # the temporary copy's root
+            text = result.after if result.error is None else result.before
+            if not text:
+                continue
+            files.append(TreeFile(source.rel, str(source.path), text=text, changed=result.changed, origin=here))
+    dirs = []
+    for d in include_dirs:
+        d = Path(os.path.abspath(d))
+        for tree, copy in mirrors.items():
+            if copy != tree and (d == tree or tree in d.parents):
+                dirs.append(copy / d.relative_to(tree))
+        dirs.append(d)
+    return verify_tree(files, toolchain, include_dirs=dirs, roots=list(dict.fromkeys(mirrors.values())), jobs=jobs,
+                       target_release=rocm)
 
 
 def _suggestion_ids(select: tuple[str, ...]) -> frozenset:

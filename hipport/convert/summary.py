@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
+from hipport.convert.verify import VerifyResult
 from hipport.model import FileResult
 
 
@@ -26,6 +27,7 @@ class Summary:
     unsupported: dict[str, NameTally] = field(default_factory=dict)
     unknown: dict[str, NameTally] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
+    verify: VerifyResult | None = None  # `--verify`: how the converted tree compiled
 
     @property
     def converted_total(self) -> int:

@@ -6,6 +6,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from hipport.convert.summary import Summary
+from hipport.convert.verify import CompileError, VerifyResult
 
 _LIST_LIMIT = 20
 
@@ -20,7 +21,8 @@ def _print_names(console: Console, title: str, tallies: dict, limit: int) -> Non
         console.print(f"  ... and {len(ordered) - limit} more (-v lists them all)")
 
 
-def render_summary(console: Console, summary: Summary, *, verbose: bool, action: str) -> None:
+def render_summary(console: Console, summary: Summary, *, verbose: bool, action: str,
+                   verify_copy: bool = False) -> None:
     files = f"{summary.files_scanned} file{'s' if summary.files_scanned != 1 else ''} scanned"
     console.print(f"[bold]hipport[/bold]: {files}, {summary.files_changed} {action}, "
                   f"{summary.converted_total} references converted"
@@ -41,3 +43,43 @@ def render_summary(console: Console, summary: Summary, *, verbose: bool, action:
         _print_names(console, "CUDA-looking names no rule knows (check them)", summary.unknown, limit)
     for error in summary.errors:
         console.print(f"[red]error[/red]: {escape(error)}", highlight=False, soft_wrap=True)
+    if summary.verify is not None:
+        render_verify(console, summary.verify, verbose=verbose, copy=verify_copy)
+
+
+def _version(v) -> str:
+    return f"HIP {v[0]}.{v[1]}" if v else "HIP of unknown version"
+
+
+def render_verify(console: Console, result: VerifyResult, *, verbose: bool, copy: bool = False) -> None:
+    """`convert --verify`: one line for the run, then each translation unit that does not compile with its first
+    errors (file:line:col, one line each) and, under each, the known cause and its fix."""
+    units, failed = len(result.units), result.failed
+    targets = ",".join(result.targets)
+    skipped = "".join(f"; {t} skipped ({why})" for t, why in result.skipped_targets.items())
+    verdict = (f"[red]{len(failed)} of {units} do not compile[/red]" if failed else
+               ("it compiles" if units == 1 else f"all {units} compile") if units else "no translation unit to compile")
+    console.print(f"[bold]verify[/bold]: {units} translation unit{'s' if units != 1 else ''}, hipcc "
+                  f"({_version(result.hip_version)}, HIP_PLATFORM=amd) for {targets}: {verdict}{escape(skipped)}",
+                  highlight=False, soft_wrap=True)
+    for note in result.notes:
+        console.print(f"  note: {note}", highlight=False, soft_wrap=True, markup=False)
+    if copy and failed:
+        console.print("  (line numbers are those of the converted text)", highlight=False)
+    for unit in failed:
+        console.print(f"  [red]FAILED[/red] {escape(unit.shown)}", highlight=False, soft_wrap=True)
+        for e in unit.errors:
+            console.print(f"    {e.location()}: error: {e.message}", highlight=False, soft_wrap=True, markup=False)
+            if e.cause is not None:
+                console.print(f"      cause: {explained(e)}", highlight=False, soft_wrap=True, markup=False)
+        if unit.more:
+            console.print(f"    ... {unit.more} more error{'s' if unit.more != 1 else ''}", highlight=False)
+    if verbose:
+        for unit in result.units:
+            if unit.ok:
+                console.print(f"  ok {escape(unit.shown)}", highlight=False, soft_wrap=True)
+
+
+def explained(error: CompileError) -> str:
+    """`<cause>; fix: <fix>` of a matched error."""
+    return f"{error.cause_text}; fix: {error.fix}" if error.fix else error.cause_text
