@@ -188,3 +188,19 @@ int main() {
         assert len(found) == 1, (name, found)
         severity[name] = found[0].severity
     assert severity == {"device": "info", "managed": "warning", "parameter": "info"}
+
+
+def test_cli_include_folders_from_settings_and_flag(tmp_path):
+    (tmp_path / "include").mkdir()
+    (tmp_path / "src").mkdir()
+    shutil.copy(FIXTURES / "reduce_common.cuh", tmp_path / "include")
+    shutil.copy(FIXTURES / "reduce_kernels.cu", tmp_path / "src")
+    base = [sys.executable, "-m", "hipport", "audit", "src/reduce_kernels.cu", "-q", "--no-cache", "--rocm-version", "7.0"]
+    plain = subprocess.run(base, cwd=tmp_path, capture_output=True, text=True)
+    assert plain.returncode == 0 and plain.stdout == "", plain.stdout + plain.stderr  # every finding needs the header
+    flag = subprocess.run([*base, "-I", "include"], cwd=tmp_path, capture_output=True, text=True)
+    assert flag.returncode == 1 and "src/reduce_kernels.cu:7:9: warning warp-loop-32: `warpReduceSum` (defined at " \
+        "reduce_common.cuh:4)" in flag.stdout, flag.stdout + flag.stderr
+    (tmp_path / ".hipport.toml").write_text('include-dirs = ["include"]\n')
+    settings = subprocess.run(base, cwd=tmp_path, capture_output=True, text=True)
+    assert settings.returncode == 1 and settings.stdout == flag.stdout, settings.stderr

@@ -199,6 +199,10 @@ def audit_files(sources, options: AuditOptions, jobs: int, cache: ResultCache | 
               help="Report only these rule ids (comma-separated or repeated).")
 @click.option("--ignore", "ignore", multiple=True, metavar="RULE[,RULE...]",
               help="Never report these rule ids (comma-separated or repeated).")
+@click.option("-I", "--include-dir", "include_dirs", multiple=True, type=click.Path(path_type=Path, file_okay=False),
+              metavar="DIR", help="Also look for `#include \"...\"` headers here (repeatable; after the settings' "
+                                  "`include-dirs`): a warp helper defined in such a header is reported where it is "
+                                  "called.")
 @click.option("--fail-on", type=click.Choice(SEVERITIES),
               help="Exit 1 when a finding of this severity or higher remains (after --baseline). Default: the "
                    "project's `fail-on` setting, else warning.")
@@ -229,8 +233,8 @@ def audit_files(sources, options: AuditOptions, jobs: int, cache: ResultCache | 
 @click.option("-q", "--quiet", is_flag=True, help="One line per finding; no source lines, patches or summary.")
 @click.option("-v", "--verbose", is_flag=True,
               help="Also print each finding's confidence and the rule's summary, and every file audited.")
-def audit(paths, exclude, follow_symlinks, archs, rocm, select, ignore, fail_on, baseline, write_baseline, reports,
-          output, output_dir, config_path, jobs, no_cache, cache_dir, quiet, verbose):
+def audit(paths, exclude, follow_symlinks, archs, rocm, select, ignore, include_dirs, fail_on, baseline, write_baseline,
+          reports, output, output_dir, config_path, jobs, no_cache, cache_dir, quiet, verbose):
     """Report wave64, lane-mask, warpSize and atomics hazards in CUDA or HIP sources under PATHS.
 
     PATHS are files or directories, selected as `hipport convert` selects them. Sources are never written.
@@ -314,7 +318,8 @@ def audit(paths, exclude, follow_symlinks, archs, rocm, select, ignore, fail_on,
                                   project_exclude=tuple(config.get("exclude", [])), project_dir=base)
     except InputError as exc:
         fail(str(exc))
-    options = AuditOptions(arch_list, rocm_version, selected, ignored)
+    headers = tuple(str(Path(d).resolve()) for d in (*config.paths("include-dirs"), *include_dirs))
+    options = AuditOptions(arch_list, rocm_version, selected, ignored, include_dirs=headers)
     if write_baseline is not None:
         _check_baseline_target(write_baseline)
     plan, report_dir = ([], None) if write_baseline is not None else _plan_outputs(reports, output, output_dir)
