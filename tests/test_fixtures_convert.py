@@ -16,7 +16,8 @@ NOOPS = sorted(FIXTURES.glob("*.noop.cu"))
 OPTIONS = ConvertOptions(rocm_version=(6, 3))
 # hipBLAS, hipFFT, hipSOLVER, hipCUB, rocBLAS and MIOpen are not packaged by Debian; bf16 and a missing local header
 # are left for the user on purpose. The rocSPARSE fixture targets Debian's rocSPARSE (5.3).
-COMPILED = ["runtime", "driver", "rtc", "curand", "cusparse", "cucomplex", "calls", "launch", "rocsparse", "rocrand"]
+COMPILED = ["runtime", "driver", "rtc", "curand", "cusparse", "cucomplex", "calls", "launch", "rocsparse", "rocrand",
+            "register"]
 
 
 def options_for(source: Path) -> ConvertOptions:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 
 from hipport.convert.callsites import rewrite_calls
+from hipport.convert.cpp_compat import drop_register
 from hipport.convert.context import (
     IDENTIFIER,
     PREFIXED,
@@ -26,6 +27,7 @@ from hipport.rules import RuleSet
 
 def run_passes(ctx: ConversionContext) -> FileResult:
     rewrite_conditions(ctx)
+    drop_register(ctx)
     rewrite_calls(ctx)
     if ctx.options.launch_syntax == "hip":
         rewrite_launches(ctx)
