@@ -7,7 +7,9 @@ def _renamed(rules, roc):
     pairs = []
     for name, rule in rules.names.items():
         target = rule.target(roc)
-        if target is None or target == name or (not roc and rule.family in rules.family_notes):
+        # A family reported instead of renamed (cuDNN, whose HIP names are hipDNN's) is renamed only to its ROC
+        # (MIOpen) names, with --roc.
+        if target is None or target == name or (rule.family in rules.family_notes and not (roc and rule.roc)):
             continue
         pairs.append((name, target))
     return pairs
