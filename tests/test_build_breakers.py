@@ -24,3 +24,17 @@ def test_register_is_dropped_and_counted(rules):
     assert summary.conversions["c++17"] == 6
     again = convert_source(result.after, rules, OPTIONS)
     assert again.after == result.after and not [c for c in again.conversions if c.category == "c++17"]
+
+
+def test_cooperative_groups_header_gets_the_runtime_first(rules):
+    result = _convert(rules, "cg-order.cu")
+    text = result.after.decode()
+    assert text.index("hip/hip_runtime.h") < text.index("hip/hip_cooperative_groups.h")
+    assert text.count("hip/hip_runtime.h") == 1  # the runtime include further down went: it would repeat
+    # A runtime include in another conditional block does not count: the cooperative-groups one gets its own.
+    src = (b"#ifdef A\n#include <cuda_runtime.h>\n#endif\n#include <cooperative_groups.h>\n"
+           b"__global__ void k() {}\n")
+    out = convert_source(src, rules, OPTIONS).after
+    assert out == (b"#ifdef A\n#include <hip/hip_runtime.h>\n#endif\n#include <hip/hip_runtime.h>\n"
+                   b"#include <hip/hip_cooperative_groups.h>\n__global__ void k() {}\n")
+    assert convert_source(out, rules, OPTIONS).after == out

@@ -11,6 +11,7 @@ from hipport.convert.context import ConversionContext, token_at
 from hipport.scan import COMMENT, IDENT, PUNCT
 
 HIP_RUNTIME = b"hip/hip_runtime.h"
+HIP_COOPERATIVE_GROUPS = b"hip/hip_cooperative_groups.h"
 
 
 _DEVICE_CODE = re.compile(rb"\b__(?:global|device|shared)__\b|<<<")
@@ -41,9 +42,22 @@ def rewrite_includes(ctx: ConversionContext) -> None:
                 _remove(ctx, d, rule.cuda)
                 continue
             ctx.convert(start, end, new_header, rule.cuda, "include")
+        if new_header == HIP_COOPERATIVE_GROUPS and not _runtime_before(seen, d.block):
+            # HIP 5.x's cooperative-groups header is not self-contained (it uses hipBlockDim_z & co. undeclared):
+            # the runtime header goes first; a runtime include further down the same block then repeats it.
+            ctx.convert(d.start, d.start, b"#include <hip/hip_runtime.h>" + ctx.newline(), "(cooperative groups)",
+                        "include")
+            seen.setdefault(HIP_RUNTIME, []).append(d.block)
+            ctx.has_runtime = True
         seen.setdefault(new_header, []).append(d.block)
         if new_header == HIP_RUNTIME:
             ctx.has_runtime = True
+
+
+def _runtime_before(seen: dict, block: tuple) -> bool:
+    """Whether `<hip/hip_runtime.h>` was included above, where it also holds for ``block`` (the same conditional
+    block or one enclosing it)."""
+    return any(block[:len(b)] == b for b in seen.get(HIP_RUNTIME, ()))
 
 
 def _remove(ctx: ConversionContext, d: dirs.Directive, cuda: str) -> None:
