@@ -70,6 +70,8 @@ class RuleSet:
     family_notes: dict[str, str] = field(default_factory=dict)  # families reported, not renamed (hip target)
     family_counts: dict[str, int] = field(default_factory=dict)
     files: list[Path] = field(default_factory=list)
+    # rules/overrides.toml: names whose HIP target hipport sets otherwise than HIPIFY's tables -> (HIPIFY's, why)
+    overrides: dict[str, tuple[str | None, str]] = field(default_factory=dict)
 
 
 def builtin_rules_dir() -> Path:
@@ -147,6 +149,8 @@ def _merge_imported(path: Path, data: dict, rules: RuleSet, fam: str, names: dic
             entry = _check_entry(path, cuda, entry, NAME_KEYS)
             versions = {k: v for k, v in entry.items() if k in VERSION_KEYS}
             old = rules.names.get(cuda)
+            if cuda in rules.overrides and entry.get("hip", old.hip if old else None) == rules.overrides[cuda][0]:
+                entry = {k: v for k, v in entry.items() if k != "hip"}  # hipify-perl repeats HIPIFY's choice
             if old is not None:
                 merged = {**versions, **{k: v for k, v in old.versions.items() if versions.get(k, "unknown") == "unknown"}}
                 rules.names[cuda] = NameRule(cuda, old.family, entry.get("hip", old.hip), entry.get("roc", old.roc),
@@ -186,6 +190,24 @@ def _load_headers_file(path: Path, data: dict, rules: RuleSet) -> None:
         rules.family_notes[fam] = entry["note"]
 
 
+OVERRIDE_KEYS = frozenset({"hip", "source", "why"})
+
+
+def _load_overrides(path: Path, data: dict, rules: RuleSet) -> None:
+    """`[names]` of rules/overrides.toml: `cudaHostAlloc = { hip = "hipHostMalloc", source = "...", why = "..." }`
+    replaces the HIP name HIPIFY's tables give a CUDA name (family, section and versions stay). Loaded after the
+    tables; an imported hipify-perl that repeats HIPIFY's name does not undo it, a --rules folder does."""
+    for cuda, entry in _section(path, data, "names").items():
+        if not isinstance(entry, dict) or set(entry) - OVERRIDE_KEYS or not all(
+                isinstance(entry.get(k), str) and entry[k] for k in OVERRIDE_KEYS):
+            raise RuleError(f"{path}: entry `{cuda}` needs exactly `hip`, `source` and `why`, non-empty strings")
+        old = rules.names.get(cuda)
+        if old is None:
+            raise RuleError(f"{path}: entry `{cuda}` overrides a name no mapping table has")
+        rules.overrides[cuda] = (old.hip, entry["why"])
+        rules.names[cuda] = NameRule(cuda, old.family, entry["hip"], old.roc, old.section, old.versions)
+
+
 def _family_key(path: Path) -> tuple[int, str]:
     stem = path.stem
     return (FAMILY_ORDER.index(stem) if stem in FAMILY_ORDER else len(FAMILY_ORDER), stem)
@@ -199,7 +221,8 @@ def cache_dir() -> Path:
 
 def _rule_files(extra_dirs) -> list[Path]:
     base = builtin_rules_dir()
-    files = [*sorted((base / "mappings").glob("*.toml"), key=_family_key), base / "headers.toml"]
+    files = [*sorted((base / "mappings").glob("*.toml"), key=_family_key), base / "headers.toml",
+             base / "overrides.toml"]
     for extra in extra_dirs:
         extra = Path(extra)
         if not extra.is_dir():
@@ -254,7 +277,9 @@ def _parse_rules(files: list[Path]) -> RuleSet:
     for path in files:
         data = _read_toml(path)
         override = builtin not in path.parents
-        if "headers" in data or "namespaces" in data or "families" in data:
+        if path == builtin / "overrides.toml":
+            _load_overrides(path, data, rules)
+        elif "headers" in data or "namespaces" in data or "families" in data:
             _load_headers_file(path, data, rules)
         else:
             _load_mapping_file(path, data, rules, override=override)

@@ -38,3 +38,37 @@ def test_cooperative_groups_header_gets_the_runtime_first(rules):
     assert out == (b"#ifdef A\n#include <hip/hip_runtime.h>\n#endif\n#include <hip/hip_runtime.h>\n"
                    b"#include <hip/hip_cooperative_groups.h>\n__global__ void k() {}\n")
     assert convert_source(out, rules, OPTIONS).after == out
+
+
+def test_host_alloc_override_is_data_with_provenance(rules, tmp_path):
+    from hipport.rules import load_rules
+
+    assert rules.names["cudaHostAlloc"].hip == "hipHostMalloc"
+    assert rules.overrides["cudaHostAlloc"][0] == "hipHostAlloc"  # HIPIFY's, kept for `rules show`
+    # An imported hipify-perl table repeating HIPIFY's name does not undo the override; a --rules folder does.
+    imported = tmp_path / "perl"
+    imported.mkdir()
+    (imported / "perl.toml").write_text('[family]\nname = "hipify-perl"\n[import]\nfrom = "x"\n'
+                                        '[names]\ncudaHostAlloc = { hip = "hipHostAlloc" }\n')
+    assert load_rules([imported], use_cache=False).names["cudaHostAlloc"].hip == "hipHostMalloc"
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "m.toml").write_text('[family]\nname = "mine"\n[names]\ncudaHostAlloc = { hip = "hipHostAlloc" }\n')
+    assert load_rules([mine], use_cache=False).names["cudaHostAlloc"].hip == "hipHostAlloc"
+
+
+def test_malformed_override_is_one_line(tmp_path, monkeypatch):
+    import shutil
+
+    from hipport import rules as rules_module
+
+    fake = tmp_path / "rules"
+    shutil.copytree(rules_module.builtin_rules_dir(), fake)
+    (fake / "overrides.toml").write_text('[names.cudaHostAlloc]\nhip = "hipHostMalloc"\n')
+    monkeypatch.setattr(rules_module, "builtin_rules_dir", lambda: fake)
+    try:
+        rules_module.load_rules(use_cache=False)
+    except rules_module.RuleError as exc:
+        assert "needs exactly `hip`, `source` and `why`" in str(exc) and "\n" not in str(exc)
+    else:
+        raise AssertionError("a malformed override loaded")

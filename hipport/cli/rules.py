@@ -410,6 +410,9 @@ def _show_name(src: _Sources, rule: NameRule, semantic: list[str]) -> None:
     hip_v = _versions(rule, _VERSION_LABELS)
     if rule.hip:
         echo(f"  HIP:          {rule.hip}" + (f"  ({hip_v})" if hip_v else ""))
+        if rule.cuda in rules.overrides and rules.overrides[rule.cuda][0] != rule.hip:
+            hipify, why = rules.overrides[rule.cuda]
+            echo(f"                not HIPIFY's {hipify or 'none'} (rules/overrides.toml): {why}")
         if note:
             echo(f"                not renamed without --roc: {note}")
     elif semantic:
