@@ -63,6 +63,7 @@ class Semantic:
     full32: frozenset
     full64: frozenset
     full64_spelling: str
+    defaults: dict = None      # cuda name -> (parameter count, values of the last parameters): CUDA defaults HIP lacks
 
 
 def _table(path, data, key) -> dict:
@@ -202,6 +203,15 @@ def load_semantic() -> Semantic:
     arity = {}
     for n, e in _table(calls_path, calls, "by_arity").items():
         arity[n] = (_int(calls_path, "by_arity", n, e, "args"), _str(calls_path, "by_arity", n, e.get("hip")))
+    defaults = {}
+    for n, e in _table(calls_path, calls, "defaults").items():
+        values = e.get("values") if isinstance(e, dict) else None
+        params = _int(calls_path, "defaults", n, e, "params")
+        if set(e) - {"params", "values", "source"} or not isinstance(values, list) or not values \
+                or not all(isinstance(v, str) and v for v in values) or len(values) > params:
+            raise RuleError(f"{calls_path}: entry `{n}` in `[defaults]` takes `params`, `values` (the last "
+                            "parameters' values, non-empty strings) and `source`")
+        defaults[n] = (params, tuple(values))
     guards = {n: _str(macros_path, "guards", n, v) for n, v in _table(macros_path, macros, "guards").items()}
     device = {n: _str(macros_path, "device_pass", n, v) for n, v in _table(macros_path, macros, "device_pass").items()}
     versions = {n: _str(macros_path, "versions", n, v) for n, v in _table(macros_path, macros, "versions").items()}
@@ -219,4 +229,5 @@ def load_semantic() -> Semantic:
         _version(warp_path, "versions.sync_enabled", wv.get("sync_enabled")),
         frozenset(masks["full32"]), frozenset(masks["full64"]),
         _str(warp_path, "masks", "full64_spelling", masks.get("full64_spelling")),
+        defaults,
     )

@@ -279,7 +279,8 @@ def _audit_mentions(name: str) -> list[str]:
 
 
 def _semantic_names(sem: Semantic) -> list[str]:
-    return [*sem.warp_sync, *sem.symbol_args, *sem.kernel_args, *sem.by_arity, *sem.rewrites, *sem.guards,
+    return [*sem.warp_sync, *sem.symbol_args, *sem.kernel_args, *sem.by_arity, *sem.rewrites, *sem.defaults,
+            *sem.guards,
             *sem.device_pass,
             *sem.version_macros, "HIP_SYMBOL"]
 
@@ -339,6 +340,11 @@ def _semantic_lines(sem: Semantic, name: str) -> list[str]:
         count, hip = sem.by_arity[name]
         lines += [f"{name}  (call rewrite, rules/calls.toml)",
                   f"  convert:      a call with {count} arguments becomes `{hip}(...)`"]
+    if name in sem.defaults:
+        params, values = sem.defaults[name]
+        lines += [f"{name}  (call rewrite, rules/calls.toml)",
+                  f"  convert:      a call with fewer than {params} arguments gets the CUDA defaults HIP's declaration "
+                  f"lacks (the last parameters: `{', '.join(values)}`)"]
     for rw in sem.rewrites.get(name, ()):
         mode = {"hip": "without --roc", "roc": "with --roc", "any": "with or without --roc"}[rw.mode]
         when = "".join([f", {rw.args} arguments" if rw.args is not None else "",

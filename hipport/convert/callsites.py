@@ -40,7 +40,7 @@ def rewrite_calls(conv: "ConversionContext") -> None:
             _warp_sync(conv, i, name)
             continue
         if name not in sem.symbol_args and name not in sem.kernel_args and name not in sem.by_arity \
-                and name not in sem.rewrites:
+                and name not in sem.rewrites and name not in sem.defaults:
             continue
         if conv.user_names.is_users(i):
             continue  # `pool.cudaMemcpyToSymbol(...)`, `Sym::cudaMemcpyToSymbol(...)`: the user's function
@@ -48,6 +48,8 @@ def rewrite_calls(conv: "ConversionContext") -> None:
         if found is None:
             continue
         _, _, args = found
+        if name in sem.defaults:
+            _append_defaults(conv, name, args)
         if name in sem.rewrites:
             _rewrite_arguments(conv, i, name, args, found[0])
         if name in sem.by_arity:
@@ -64,6 +66,17 @@ def rewrite_calls(conv: "ConversionContext") -> None:
             pos, min_args = sem.kernel_args[name]
             if pos < len(args) and len(args) >= min_args and not _arg_text(conv, args[pos]).startswith(_ALREADY_WRAPPED):
                 _wrap(conv, args[pos], b"reinterpret_cast<const void*>(", b")", name, "argument")
+
+
+def _append_defaults(conv: "ConversionContext", name: str, args: list[Arg]) -> None:
+    """`[defaults]`: a call leaving out trailing parameters CUDA's declaration gives defaults, and HIP's does not,
+    gets their values written (`cudaStreamWaitEvent(s, e)` -> `hipStreamWaitEvent(s, e, 0)`)."""
+    params, values = conv.semantic.defaults[name]
+    missing = params - len(args)
+    if not args or missing <= 0 or missing > len(values):
+        return
+    text = b"".join(b", " + v.encode() for v in values[len(values) - missing:])
+    conv.convert(args[-1].end, args[-1].end, text, name, "argument")
 
 
 _NULLS = {b"0", b"NULL", b"nullptr", b"0L", b"0UL", b"(void*)0", b"((void*)0)", b"NULL_PTR"}
