@@ -123,3 +123,42 @@ def installed_names() -> frozenset[str]:
                     continue
                 names.update(m.decode("latin-1") for m in ident.findall(code))
     return frozenset(names)
+
+
+_COMMENT = re.compile(rb"//[^\n]*|/\*.*?\*/", re.S)
+_DEVICE_WORDS = re.compile(rb"\b(?:__device__|__DEVICE__|__HOST_DEVICE__|__forceinline__)\b")
+
+
+@lru_cache(maxsize=1)
+def _hip_header_code() -> tuple[tuple[str, bytes], ...]:
+    """(path, code without comments) of the installed HIP headers for AMD: hip/*.h and hip/amd_detail/*.h."""
+    out = []
+    for root in include_roots():
+        hip = root / "hip"
+        for header in sorted([*hip.glob("*.h"), *(hip / "amd_detail").glob("*.h")]):
+            try:
+                out.append((str(header), _COMMENT.sub(b" ", header.read_bytes())))
+            except OSError:
+                continue
+        if out:
+            break  # the first install found is the one hipcc uses
+    return tuple(out)
+
+
+@lru_cache(maxsize=512)
+def hip_device_functions(name: str) -> tuple[tuple[bytes, str], ...]:
+    """(parameter list text, header) of each non-template device function named ``name`` that the installed HIP
+    headers declare or define at namespace scope (`__device__ inline float atomicMax(float* address, float val)`)."""
+    found = []
+    pattern = re.compile(rb"\b" + re.escape(name.encode()) + rb"\s*\(([^()]*)\)\s*(?:const\s*)?(?:noexcept\s*)?[{;]")
+    for path, code in _hip_header_code():
+        for m in pattern.finditer(code):
+            before = max(code.rfind(b";", 0, m.start()), code.rfind(b"{", 0, m.start()),
+                         code.rfind(b"}", 0, m.start()), code.rfind(b"#", 0, m.start()))
+            prefix = code[before + 1 : m.start()]
+            if before >= 0 and code[before:before + 1] == b"#":
+                prefix = prefix.split(b"\n", 1)[1] if b"\n" in prefix else b""  # after the directive's line
+            if _DEVICE_WORDS.search(prefix) and b"template" not in prefix and b"=" not in prefix \
+                    and b"return" not in prefix and b"(" not in prefix:
+                found.append((m.group(1), path))
+    return tuple(found)

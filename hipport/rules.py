@@ -221,8 +221,9 @@ def cache_dir() -> Path:
 
 def _rule_files(extra_dirs) -> list[Path]:
     base = builtin_rules_dir()
-    files = [*sorted((base / "mappings").glob("*.toml"), key=_family_key), base / "headers.toml",
-             base / "overrides.toml"]
+    files = [*sorted((base / "mappings").glob("*.toml"), key=_family_key), base / "headers.toml"]
+    if (base / "overrides.toml").is_file():
+        files.append(base / "overrides.toml")
     for extra in extra_dirs:
         extra = Path(extra)
         if not extra.is_dir():

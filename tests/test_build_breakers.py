@@ -4,7 +4,11 @@ the summary counts and reports for each."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
+
+import pytest
+from hipcc import require_hipcc, syntax_check
 
 from hipport.convert import ConvertOptions, convert_source
 from hipport.convert.summary import summarize
@@ -72,3 +76,56 @@ def test_malformed_override_is_one_line(tmp_path, monkeypatch):
         assert "needs exactly `hip`, `source` and `why`" in str(exc) and "\n" not in str(exc)
     else:
         raise AssertionError("a malformed override loaded")
+
+
+BREAKERS = FIXTURES.parent / "breakers"
+
+
+def _need_hip_headers():
+    from needs import need
+
+    from hipport import rocm
+
+    need(rocm.include_roots(), "HIP's headers (hip/hip_version.h)", "apt-get install libamdhip64-dev")
+
+
+@pytest.mark.parametrize("name, rule, guarded", [("redefined", "redefines-hip", 3), ("merged", "overload-merged", 2)])
+def test_redefinitions_are_guarded_and_reported(rules, name, rule, guarded):
+    """The project's atomicMax/atomicMin/atomicAdd that HIP declares (found in the installed HIP headers), and
+    overloads that renaming folds into one: guarded, counted under `guard`, reported; a second run changes
+    nothing; look-alikes (another name, namespace or parameter list) stay."""
+    _need_hip_headers()
+    src = (BREAKERS / f"{name}.cu").read_bytes()
+    expected = (BREAKERS / f"{name}.hip.cu").read_bytes()
+    result = convert_source(src, rules, OPTIONS, path=f"{name}.cu")
+    assert result.after == expected
+    assert summarize([result]).conversions["guard"] == guarded
+    assert [f.rule_id for f in result.findings if f.rule_id == rule] == [rule] * guarded
+    again = convert_source(expected, rules, OPTIONS)
+    assert again.after == expected and not [f for f in again.findings if f.rule_id == rule]
+
+
+@pytest.mark.parametrize("name", ["redefined", "merged"])
+def test_redefinition_fixtures_compile_and_would_not_unguarded(name, tmp_path):
+    require_hipcc()
+    assert syntax_check(BREAKERS / f"{name}.hip.cu").returncode == 0
+    unguarded = tmp_path / f"{name}.cu"
+    text = (BREAKERS / f"{name}.hip.cu").read_text()
+    unguarded.write_text(re.sub(r"#if !defined\(__HIP_PLATFORM_AMD__\).*\n", "#if 1\n", text))
+    r = syntax_check(unguarded)
+    assert r.returncode != 0 and "error: redefinition of" in r.stderr
+
+
+def test_no_guard_without_a_matching_hip_declaration(rules):
+    src = (b"#include <cuda_runtime.h>\n"
+           b"__device__ float atomicMax(float *a, float b, float c) { return b; }\n"  # HIP has no 3-parameter one
+           b"__host__ float atomicMin(float *a, float b) { return b; }\n"              # host code: not HIP's
+           b"#ifdef A\nvoid check(cudaError_t e) {}\n#else\nvoid check(CUresult e) {}\n#endif\n")  # never both
+    result = convert_source(src, rules, OPTIONS)
+    assert b"#if !defined" not in result.after
+    assert not [f for f in result.findings if f.rule_id in ("redefines-hip", "overload-merged")]
+    # Overloads in an #ifdef and outside it are compiled together when the macro is defined: guarded.
+    src = b"void check(cudaError_t e) {}\n#ifdef A\nvoid check(CUresult e) {}\n#endif\n"
+    assert convert_source(src, rules, OPTIONS).after == (
+        b"void check(hipError_t e) {}\n#ifdef A\n#if !defined(__HIP_PLATFORM_AMD__) && "
+        b"!defined(__HIP_PLATFORM_NVIDIA__)\nvoid check(hipError_t e) {}\n#endif\n#endif\n")

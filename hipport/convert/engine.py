@@ -20,6 +20,7 @@ from hipport.convert.context import (
 from hipport.convert.includes import insert_runtime_include, rewrite_includes
 from hipport.convert.launch import rewrite_launches
 from hipport.convert.macros import rewrite_conditions
+from hipport.convert.redefinitions import guard_redefinitions
 from hipport.convert.renames import rename_identifiers
 from hipport.model import FileResult, apply_edits
 from hipport.rules import RuleSet
@@ -28,6 +29,7 @@ from hipport.rules import RuleSet
 def run_passes(ctx: ConversionContext) -> FileResult:
     rewrite_conditions(ctx)
     drop_register(ctx)
+    guard_redefinitions(ctx)
     rewrite_calls(ctx)
     if ctx.options.launch_syntax == "hip":
         rewrite_launches(ctx)

@@ -1,0 +1,280 @@
+"""Definitions that compile with nvcc and clash after conversion, each kept for CUDA behind a guard HIP skips:
+
+- the user's own device function that HIP already declares with the same parameters (a CUDA project's
+  `__device__ float atomicMax(float*, float)`, which CUDA lacks and HIP has): "redefinition of 'atomicMax'". Found
+  against the installed HIP headers (`rocm.hip_device_functions`); without them nothing is found.
+- two overloads that become one function once renamed (`check(cudaError_t)` and `check(CUresult)`, both
+  `check(hipError_t)`): the first stays, the others are guarded.
+
+Each guarded definition is wrapped in `#if !defined(__HIP_PLATFORM_AMD__)` ... `#endif` (HIP's definition is then
+the one used, or the first overload), counted under the category `guard` and reported (`redefines-hip`,
+`overload-merged`), since HIP's version may differ from the user's in detail. A definition inside a conditional
+that already names a HIP platform macro is the user's choice and is left alone, so a second run changes nothing.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+from hipport import rocm
+from hipport.convert.calls import call_args, matching_close, next_code, prev_code
+from hipport.convert.context import ConversionContext
+from hipport.scan import COMMENT, IDENT, KEYWORD, LITERAL, PUNCT, Tokens, lex
+
+CATEGORY = "guard"
+GUARD_AMD = b"#if !defined(__HIP_PLATFORM_AMD__)"  # HIP declares it on AMD; the user's stays for NVIDIA
+GUARD_HIP = b"#if !defined(__HIP_PLATFORM_AMD__) && !defined(__HIP_PLATFORM_NVIDIA__)"  # one function on both
+_HIP_MACROS = re.compile(rb"__HIP_PLATFORM_AMD__|__HIP_PLATFORM_HCC__|__HIPCC__|__HIP__|__HIP_DEVICE_COMPILE__")
+_DEVICE = {b"__device__", b"__global__"}
+_AFTER_PARAMS = {b"const", b"noexcept", b"override", b"final", b"volatile"}
+_NOT_A_TYPE_END = {b"return", b"else", b"case", b"goto", b"new", b"delete", b"throw", b"sizeof", b"co_return"}
+_DROPPED = {b"__restrict__", b"__restrict", b"restrict", b"register"}
+_WORD = (IDENT, KEYWORD, LITERAL)
+_OPENERS = {b"if", b"ifdef", b"ifndef"}
+_BRANCHES = {b"elif", b"else", b"elifdef", b"elifndef"}
+
+
+@dataclass(slots=True)
+class Definition:
+    name: str
+    index: int                # the name's token
+    scope: tuple              # enclosing namespaces
+    start: int                # offset of the line the declaration starts on
+    end: int                  # offset after the line the body's `}` ends
+    params: tuple             # each parameter's type as written (normalised), names and defaults dropped
+    device: bool              # declared __device__ / __global__
+    block: tuple              # the enclosing conditionals: (`#if` directive, branch directive) indices
+    guardable: bool           # the declaration starts its line and the body ends its line
+
+
+def guard_redefinitions(ctx: ConversionContext) -> None:
+    if b"(" not in ctx.src:
+        return
+    defs = definitions(ctx)
+    if not defs:
+        return
+    guarded: set[int] = set()
+    hip_names = rocm.installed_names()
+    for d in defs:
+        if d.device and not d.scope and d.name in hip_names and not _hip_guarded(ctx, d):
+            header = _declared_by_hip(d)
+            if header is not None:
+                _guard(ctx, d, GUARD_AMD, "redefines-hip",
+                       f"`{d.name}({', '.join(p.decode('latin-1') for p in d.params)})` is declared by HIP "
+                       f"({header}): on AMD GPUs HIP's is used and this definition is left out, behind "
+                       "`#if !defined(__HIP_PLATFORM_AMD__)` (check that HIP's does what yours did)")
+                guarded.add(d.index)
+    kept: dict[tuple, list[Definition]] = {}
+    for d in defs:
+        if d.index in guarded or _hip_guarded(ctx, d):
+            continue
+        same = kept.setdefault((d.scope, d.name, _renamed(ctx, d.params)), [])
+        other = next((o for o in same if not _exclusive(o.block, d.block)), None)
+        if other is None or other.params == d.params:  # the first, or a repeat the user compiles already
+            same.append(d)
+        else:
+            line = ctx.lines.line_col(ctx.tokens.starts[other.index])[0]
+            _guard(ctx, d, GUARD_HIP, "overload-merged",
+                   f"`{d.name}({', '.join(p.decode('latin-1') for p in d.params)})` becomes the same function as "
+                   f"the overload on line {line} once CUDA types are renamed; this one is left out of HIP builds, "
+                   "behind `#if !defined(__HIP_PLATFORM_AMD__) && !defined(__HIP_PLATFORM_NVIDIA__)` (merge what "
+                   "it does into the first by hand if they differ)")
+
+
+def _guard(ctx: ConversionContext, d: Definition, guard: bytes, rule: str, message: str) -> None:
+    if not d.guardable:
+        ctx.finding(rule, "warning", ctx.tokens.starts[d.index], message.split(";")[0] + "; guard it by hand",
+                    subject=d.name)
+        return
+    nl = ctx.newline()
+    ctx.convert(d.start, d.start, guard + nl, d.name, CATEGORY)
+    ctx.edits_only(d.end, d.end, b"#endif" + nl)
+    ctx.finding(rule, "warning", ctx.tokens.starts[d.index], message, subject=d.name)
+
+
+def _declared_by_hip(d: Definition) -> str | None:
+    for params, header in rocm.hip_device_functions(d.name):
+        if _normalise_text(params) == d.params:
+            return header.rsplit("/include/", 1)[-1]
+    return None
+
+
+def _renamed(ctx: ConversionContext, params: tuple) -> tuple:
+    """The parameter types as they read once every CUDA name in them is renamed."""
+    names = ctx.rules.names
+    roc = ctx.options.roc
+
+    def one(word: str) -> str:
+        rule = names.get(word)
+        return (rule.target(roc) or word) if rule is not None else word
+
+    return tuple(re.sub(r"[A-Za-z_]\w*", lambda m: one(m.group(0)), p.decode("latin-1")) for p in params)
+
+
+def _hip_guarded(ctx: ConversionContext, d: Definition) -> bool:
+    """Whether a conditional around the definition already names a HIP platform macro (in its `#if` or in the
+    `#elif`/`#else` opening the branch the definition sits in)."""
+    directives = ctx.structure.directives
+    for opener, branch in d.block:
+        for k in {opener, branch}:
+            x = directives[k]
+            if _HIP_MACROS.search(ctx.src[x.start:x.end]):
+                return True
+    return False
+
+
+def definitions(ctx: ConversionContext) -> list[Definition]:
+    """Function definitions at namespace scope (outside classes and bodies), in file order."""
+    tokens, src = ctx.tokens, ctx.src
+    kinds, starts, ends = tokens.kinds, tokens.starts, tokens.ends
+    in_directive = ctx.structure.in_directive
+    n = len(tokens)
+    out: list[Definition] = []
+    scope: list[bytes | None] = []   # per open brace: a namespace's name (b"" anonymous / extern "C"), None other
+    i = 0
+    while i < n:
+        if in_directive[i] or kinds[i] == COMMENT:
+            i += 1
+            continue
+        kind, text = kinds[i], tokens.text(i)
+        if kind == PUNCT and text == b"{":
+            scope.append(_namespace_of(tokens, i, in_directive))
+        elif kind == PUNCT and text == b"}":
+            if scope:
+                scope.pop()
+        elif kind == IDENT and all(s is not None for s in scope):
+            found = _definition(ctx, i, tuple(s for s in scope if s))
+            if found is not None:
+                d, body_close = found
+                out.append(d)
+                i = body_close + 1
+                continue
+        i += 1
+    return out
+
+
+def _namespace_of(tokens: Tokens, brace: int, in_directive) -> bytes | None:
+    k = prev_code(tokens, brace - 1)
+    if k >= 0 and not in_directive[k]:
+        if tokens.kinds[k] == IDENT and k > 0:
+            j = prev_code(tokens, k - 1)
+            if j >= 0 and tokens.text(j) == b"namespace":
+                return tokens.text(k)
+        if tokens.text(k) == b"namespace":
+            return b""
+        if tokens.kinds[k] == LITERAL and tokens.text(k) in (b'"C"', b'"C++"'):
+            return b""
+    return None
+
+
+def _definition(ctx: ConversionContext, i: int, scope: tuple) -> tuple[Definition, int] | None:
+    tokens = ctx.tokens
+    kinds = tokens.kinds
+    in_directive = ctx.structure.in_directive
+    before = prev_code(tokens, i - 1)
+    if before < 0 or in_directive[before]:
+        return None
+    btext = tokens.text(before)
+    if not (kinds[before] in (IDENT, KEYWORD) and btext not in _NOT_A_TYPE_END
+            or kinds[before] == PUNCT and btext in (b"*", b"&", b"&&", b">")):
+        return None
+    found = call_args(tokens, i)
+    if found is None:
+        return None
+    _, close, args = found
+    k = next_code(tokens, close + 1)
+    while k < len(tokens) and not in_directive[k] and tokens.text(k) in _AFTER_PARAMS:
+        k = next_code(tokens, k + 1)
+    if k >= len(tokens) or in_directive[k] or tokens.text(k) != b"{":
+        return None
+    body_close = matching_close(tokens, k)
+    if body_close is None:
+        return None
+    first = before
+    while True:
+        j = prev_code(tokens, first - 1)
+        if j < 0 or in_directive[j] or tokens.text(j) in (b";", b"{", b"}", b")", b"="):
+            break
+        first = j
+    qualifiers = {tokens.text(q) for q in range(first, i) if kinds[q] == IDENT}
+    params = tuple(p for p in (_normalise(tokens, a.first, a.last) for a in args) if p and p != b"void")
+    start, starts_line = _line_start(ctx, tokens.starts[first])
+    end, ends_line = _after_line(ctx, tokens.ends[body_close])
+    block = _block_at(ctx, tokens.starts[first])
+    return Definition(tokens.text(i).decode("latin-1"), i, scope, start, end, params,
+                      bool(qualifiers & _DEVICE), block, starts_line and ends_line), body_close
+
+
+def _line_start(ctx: ConversionContext, offset: int) -> tuple[int, bool]:
+    at = ctx.lines.line_start(offset)
+    return at, not ctx.src[at:offset].strip()
+
+
+def _after_line(ctx: ConversionContext, offset: int) -> tuple[int, bool]:
+    """(the offset after the line ending at or after ``offset``, whether only blanks follow ``offset`` there)."""
+    src = ctx.src
+    nl = src.find(b"\n", offset)
+    rest = src[offset: nl if nl != -1 else len(src)]
+    if nl == -1:
+        return len(src), False  # no newline after the body: not guarded (the #endif would need one)
+    return nl + 1, not rest.strip()
+
+
+def _block_at(ctx: ConversionContext, offset: int) -> tuple:
+    """The conditional branches around ``offset``, outermost first: for each enclosing conditional, (the index of
+    its `#if` directive, the index of the directive opening the branch holding ``offset``)."""
+    stack: list[tuple[int, int]] = []
+    for k, d in enumerate(ctx.structure.directives):
+        if d.start >= offset:
+            break
+        if d.name in _OPENERS:
+            stack.append((k, k))
+        elif d.name in _BRANCHES and stack:
+            stack[-1] = (stack[-1][0], k)
+        elif d.name == b"endif" and stack:
+            stack.pop()
+    return tuple(stack)
+
+
+def _exclusive(a: tuple, b: tuple) -> bool:
+    """Whether two places sit in different branches of one conditional (never compiled together)."""
+    branches = dict(a)
+    return any(cond in branches and branches[cond] != branch for cond, branch in b)
+
+
+def _normalise(tokens: Tokens, first: int, last: int) -> bytes:
+    """A parameter's type as text: comments, `__restrict__`, a default value and the parameter's name dropped, words
+    separated by one space, punctuation joined (`const float *__restrict__ p = 0` -> `const float*`)."""
+    kept = []
+    for k in range(first, last):
+        kind, text = tokens.kinds[k], tokens.text(k)
+        if kind == COMMENT:
+            continue
+        if kind == PUNCT and text == b"=":
+            break
+        if text in _DROPPED:
+            continue
+        kept.append((kind, text))
+    if len(kept) > 1 and kept[-1][0] == IDENT and kept[-2][1] != b"::":
+        kept.pop()
+    out = b""
+    prev_word = False
+    for kind, text in kept:
+        word = kind in _WORD
+        if word and prev_word:
+            out += b" "
+        out += text
+        prev_word = word
+    return out
+
+
+@lru_cache(maxsize=1024)
+def _normalise_text(params: bytes) -> tuple:
+    """A parameter list's text (from a HIP header), normalised as `_normalise` does a definition's."""
+    tokens = lex(b"f(" + params.replace(b"\n", b" ") + b")")
+    found = call_args(tokens, 0)
+    if found is None:
+        return ()
+    return tuple(p for p in (_normalise(tokens, a.first, a.last) for a in found[2]) if p and p != b"void")
