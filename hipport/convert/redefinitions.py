@@ -33,6 +33,11 @@ _NOT_A_TYPE_END = {b"return", b"else", b"case", b"goto", b"new", b"delete", b"th
 _DROPPED = {b"__restrict__", b"__restrict", b"restrict", b"register"}
 _WORD = (IDENT, KEYWORD, LITERAL)
 _OPENERS = {b"if", b"ifdef", b"ifndef"}
+COMPOUND_OPERATORS = {b"+=", b"-=", b"*=", b"/="}
+# HIP's vector types (HIP_vector_type<T, n>): a free `operator+=(float4&, float4)` of the user's is as good a match
+# as HIP_vector_type's own non-template member, so `a += b` is ambiguous.
+VECTOR_TYPES = frozenset(f"{t}{n}" for t in ("char", "uchar", "short", "ushort", "int", "uint", "long", "ulong",
+                                             "longlong", "ulonglong", "float", "double") for n in (1, 2, 3, 4))
 _BRANCHES = {b"elif", b"else", b"elifdef", b"elifndef"}
 
 
@@ -42,7 +47,7 @@ class Definition:
     index: int                # the name's token
     scope: tuple              # enclosing namespaces
     start: int                # offset of the line the declaration starts on
-    end: int                  # offset after the line the body's `}` ends
+    end: int                  # offset of the line break after the body's `}`
     params: tuple             # each parameter's type as written (normalised), names and defaults dropped
     device: bool              # declared __device__ / __global__
     block: tuple              # the enclosing conditionals: (`#if` directive, branch directive) indices
@@ -58,7 +63,8 @@ def guard_redefinitions(ctx: ConversionContext) -> None:
     guarded: set[int] = set()
     hip_names = rocm.installed_names()
     for d in defs:
-        if d.device and not d.scope and d.name in hip_names and not _hip_guarded(ctx, d):
+        if d.device and not d.scope and (d.name in hip_names or d.name.startswith("operator")) \
+                and not _hip_guarded(ctx, d):
             header = _declared_by_hip(d)
             if header is not None:
                 _guard(ctx, d, GUARD_AMD, "redefines-hip",
@@ -90,15 +96,30 @@ def _guard(ctx: ConversionContext, d: Definition, guard: bytes, rule: str, messa
         return
     nl = ctx.newline()
     ctx.convert(d.start, d.start, guard + nl, d.name, CATEGORY)
-    ctx.edits_only(d.end, d.end, b"#endif" + nl)
+    ctx.edits_only(d.end, d.end, nl + b"#endif")  # before the body's line break: after it, the next guard opens
     ctx.finding(rule, "warning", ctx.tokens.starts[d.index], message, subject=d.name)
 
 
 def _declared_by_hip(d: Definition) -> str | None:
+    if d.name.startswith("operator"):
+        return _vector_operator(d)
     for params, header in rocm.hip_device_functions(d.name):
         if _normalise_text(params) == d.params:
             return header.rsplit("/include/", 1)[-1]
     return None
+
+
+def _vector_operator(d: Definition) -> str | None:
+    """`operator+=(float4&, float4)` (or `const float4&`) where HIP's vector type has the same operator as a
+    non-template member."""
+    if len(d.params) != 2:
+        return None
+    target, value = (p.decode("latin-1") for p in d.params)
+    vector = target[:-1] if target.endswith("&") else ""
+    if vector not in VECTOR_TYPES or value not in (vector, f"const {vector}", f"const {vector}&"):
+        return None
+    header = rocm.hip_vector_member_operator(d.name[len("operator"):])
+    return f"{header.rsplit('/include/', 1)[-1]}, a member of HIP_vector_type" if header else None
 
 
 def _renamed(ctx: ConversionContext, params: tuple) -> tuple:
@@ -144,7 +165,7 @@ def definitions(ctx: ConversionContext) -> list[Definition]:
         elif kind == PUNCT and text == b"}":
             if scope:
                 scope.pop()
-        elif kind == IDENT and all(s is not None for s in scope):
+        elif (kind == IDENT or kind == KEYWORD and text == b"operator") and all(s is not None for s in scope):
             found = _definition(ctx, i, tuple(s for s in scope if s))
             if found is not None:
                 d, body_close = found
@@ -180,7 +201,12 @@ def _definition(ctx: ConversionContext, i: int, scope: tuple) -> tuple[Definitio
     if not (kinds[before] in (IDENT, KEYWORD) and btext not in _NOT_A_TYPE_END
             or kinds[before] == PUNCT and btext in (b"*", b"&", b"&&", b">")):
         return None
-    found = call_args(tokens, i)
+    name_end = i
+    if kinds[i] == KEYWORD:  # `operator+=`: the operator's token names it
+        name_end = next_code(tokens, i + 1)
+        if name_end >= len(tokens) or tokens.text(name_end) not in COMPOUND_OPERATORS:
+            return None
+    found = call_args(tokens, name_end)
     if found is None:
         return None
     _, close, args = found
@@ -203,7 +229,8 @@ def _definition(ctx: ConversionContext, i: int, scope: tuple) -> tuple[Definitio
     start, starts_line = _line_start(ctx, tokens.starts[first])
     end, ends_line = _after_line(ctx, tokens.ends[body_close])
     block = _block_at(ctx, tokens.starts[first])
-    return Definition(tokens.text(i).decode("latin-1"), i, scope, start, end, params,
+    name = b"".join(tokens.text(k) for k in range(i, name_end + 1) if kinds[k] != COMMENT)
+    return Definition(name.decode("latin-1"), i, scope, start, end, params,
                       bool(qualifiers & _DEVICE), block, starts_line and ends_line), body_close
 
 
@@ -213,13 +240,15 @@ def _line_start(ctx: ConversionContext, offset: int) -> tuple[int, bool]:
 
 
 def _after_line(ctx: ConversionContext, offset: int) -> tuple[int, bool]:
-    """(the offset after the line ending at or after ``offset``, whether only blanks follow ``offset`` there)."""
+    """(the offset of the line break ending the line at or after ``offset`` (of its `\r` in CRLF), whether only
+    blanks follow ``offset`` there)."""
     src = ctx.src
     nl = src.find(b"\n", offset)
-    rest = src[offset: nl if nl != -1 else len(src)]
     if nl == -1:
         return len(src), False  # no newline after the body: not guarded (the #endif would need one)
-    return nl + 1, not rest.strip()
+    if nl > offset and src[nl - 1] == 0x0D:
+        nl -= 1
+    return nl, not src[offset:nl].strip()
 
 
 def _block_at(ctx: ConversionContext, offset: int) -> tuple:
