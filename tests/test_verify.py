@@ -13,7 +13,14 @@ from pathlib import Path
 import pytest
 from hipcc import require_hipcc
 
-from hipport.convert.verify import TreeFile, explain, included_files, is_unit, load_causes, parse_errors
+from hipport.convert.verify import (
+    TreeFile,
+    explain,
+    included_files,
+    is_unit,
+    load_causes,
+    parse_errors,
+)
 from hipport.rules import RuleError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -264,3 +271,36 @@ def test_parse_errors_maps_paths_and_skips_notes(tmp_path):
 def test_tree_file_is_plain_data():
     f = TreeFile(Path("a.cu"), "a.cu", text=b"x")
     assert f.text == b"x" and not f.changed
+
+
+def test_interrupt_stops_the_running_compilers(tree, fake_bin, tmp_path):
+    """SIGTERM while hipcc runs: exit 143 at once, the compilers (in their own session) killed, not waited for."""
+    import signal
+    import time
+
+    pids = tmp_path / "pids"
+    slow = fake_bin / "hipcc"
+    slow.write_text(slow.read_text().replace(
+        "src = args[-1]\n",
+        "src = args[-1]\nimport time\nopen(os.environ['FAKE_PIDS'], 'a').write('%d\\n' % os.getpid())\n"
+        "time.sleep(120)\n"))
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "PATH": str(fake_bin), "FAKE_PIDS": str(pids)}
+    proc = subprocess.Popen([sys.executable, "-m", "hipport", "convert", str(tree), "--check", "--verify",
+                             "--offload-arch", "gfx90a", "-j", "2"], env=env, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    while not (pids.exists() and pids.read_text().count("\n") >= 1) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert pids.exists(), "no compiler started"
+    started = time.monotonic()
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 143, err
+    assert time.monotonic() - started < 30
+    time.sleep(0.5)
+    for pid in map(int, pids.read_text().split()):
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            continue
+        with open(f"/proc/{pid}/stat") as fh:  # a zombie awaiting its reaper is gone too
+            assert fh.read().split(")")[1].split()[0] == "Z", f"compiler {pid} still runs"

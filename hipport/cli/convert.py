@@ -31,7 +31,13 @@ from hipport.convert.runner import (
     signals_handled,
 )
 from hipport.convert.summary import summarize
-from hipport.convert.verify import ToolchainError, TreeFile, find_toolchain, load_causes, verify_tree
+from hipport.convert.verify import (
+    ToolchainError,
+    TreeFile,
+    find_toolchain,
+    load_causes,
+    verify_tree,
+)
 from hipport.diffs import unified_diff
 from hipport.files import InputError, collect_sources, output_path, plan_output_dir
 from hipport.hipify_perl import hipify_perl_dirs
@@ -149,8 +155,9 @@ def convert(paths, output_dir, diff_mode, check, to_stdout, roc, rocm_version, l
       3  some files were not converted: unreadable, binary ("looks binary; skipped"), read-only with
          --skip-read-only, symlinks not followed, changed on disk during the run... (each is named in one line;
          the others were processed)
-      4  --verify: a converted translation unit does not compile (each is named with its first errors);
-         without hipcc, --verify is a usage error (2) and nothing is converted
+      4  --verify: a converted translation unit does not compile (each is named with its first errors; 3
+         wins when some files were not converted, 4 wins over --check's 1); without hipcc, --verify is a
+         usage error (2) and nothing is converted
       130, 143  interrupted by SIGINT (Ctrl-C) or SIGTERM: a write under way was finished, every file is
          wholly old or wholly new; run again to finish
     """

@@ -148,8 +148,8 @@ def _hip_guarded(ctx: ConversionContext, d: Definition) -> bool:
 
 def definitions(ctx: ConversionContext) -> list[Definition]:
     """Function definitions at namespace scope (outside classes and bodies), in file order."""
-    tokens, src = ctx.tokens, ctx.src
-    kinds, starts, ends = tokens.kinds, tokens.starts, tokens.ends
+    tokens = ctx.tokens
+    kinds = tokens.kinds
     in_directive = ctx.structure.in_directive
     n = len(tokens)
     out: list[Definition] = []

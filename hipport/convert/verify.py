@@ -8,11 +8,14 @@ to compile from a temporary copy), calls `verify_tree`, and renders the `VerifyR
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
+import signal
 import subprocess
 import tempfile
+import threading
 from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -290,17 +293,58 @@ def verify_tree(files: list[TreeFile], toolchain: Toolchain, *,
         units = [p for p, f in staged.items() if p not in included and is_unit(p, texts[p], f.changed)]
         shown = {str(p): f.shown for p, f in staged.items()}
 
+        stop = threading.Event()
+
         def compile_one(path: Path) -> UnitResult:
             f = staged[path]
+            if stop.is_set():
+                return UnitResult(f.shown, False, [CompileError("", 0, 0, "not compiled: interrupted")])
             args = [f"-I{d}" for d in dict.fromkeys([*root_dirs, *include_dirs])]
             if f.origin is not None:  # a copy: what it includes from beside its source, outside the tree
                 args += ["-idirafter", str(f.origin.parent)]
             return _compile(toolchain, usable, path, args, shown, Path(tmp), causes, context, errors_per_unit,
                             f.shown)
 
-        with ThreadPoolExecutor(max(1, jobs)) as pool:
+        pool = ThreadPoolExecutor(max(1, jobs))
+        try:
             result.units = list(pool.map(compile_one, sorted(units, key=lambda p: staged[p].shown)))
+        except BaseException:  # Ctrl-C, SIGTERM: no unit starts any more, the running compilers are stopped
+            stop.set()
+            pool.shutdown(wait=False, cancel_futures=True)
+            _stop_running()
+            raise
+        pool.shutdown()
     return result
+
+
+_running: set[subprocess.Popen] = set()
+_running_lock = threading.Lock()
+
+
+def _stop_running() -> None:
+    with _running_lock:
+        for proc in list(_running):
+            with contextlib.suppress(OSError):
+                os.killpg(proc.pid, signal.SIGKILL)  # hipcc and the clang it started
+
+
+def _run_compiler(cmd: list[str], env: Mapping[str, str], cwd: str, timeout: int) -> subprocess.CompletedProcess:
+    """`subprocess.run`, with the process known to `_stop_running` while it runs."""
+    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace",
+                          env=dict(env), cwd=cwd, start_new_session=True) as proc:
+        with _running_lock:
+            _running.add(proc)
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(OSError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+            raise
+        finally:
+            with _running_lock:
+                _running.discard(proc)
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
 
 
 def _stage(files: list[TreeFile], tmp: Path) -> dict[Path, TreeFile]:
@@ -322,7 +366,7 @@ def _compile(toolchain: Toolchain, targets: tuple[str, ...], unit: Path, include
     cmd = [toolchain.hipcc, "-x", "hip", *(f"--offload-arch={t}" for t in targets), "-fsyntax-only", STD, "-w",
            "-fno-color-diagnostics", *include_args, str(unit)]
     try:
-        r = _run(cmd, toolchain.env, cwd=str(unit.parent), timeout=UNIT_TIMEOUT)
+        r = _run_compiler(cmd, toolchain.env, cwd=str(unit.parent), timeout=UNIT_TIMEOUT)
     except subprocess.TimeoutExpired:
         return UnitResult(name, False, [CompileError("", 0, 0, f"hipcc took more than {UNIT_TIMEOUT} s; stopped")])
     except OSError as exc:
