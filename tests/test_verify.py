@@ -74,7 +74,7 @@ def test_real_hipcc_names_the_failing_unit_its_first_error_and_cause(tree):
     assert f"FAILED {tree / 'src' / 'bad.cu'}" in err
     assert "good.cu" not in err.split("verify:", 1)[1]
     assert f"{tree / 'src' / 'bad.cu'}:4:8: error: use of undeclared identifier '__shfl_down_sync'" in err
-    assert "cause: ROCm < 6.2 has no `__shfl_down_sync`" in err and "--rocm-version 5.2" in err
+    assert "cause: HIP 5.2 has no `__shfl_down_sync`" in err and "--rocm-version 5.2" in err
     assert "line numbers are those of the converted text" in err
 
 

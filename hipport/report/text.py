@@ -68,9 +68,11 @@ def render_verify(console: Console, result: VerifyResult, *, verbose: bool, copy
         console.print("  (line numbers are those of the converted text)", highlight=False)
     for unit in failed:
         console.print(f"  [red]FAILED[/red] {escape(unit.shown)}", highlight=False, soft_wrap=True)
+        told = set()  # a cause is explained once per unit
         for e in unit.errors:
             console.print(f"    {e.location()}: error: {e.message}", highlight=False, soft_wrap=True, markup=False)
-            if e.cause is not None:
+            if e.cause is not None and e.cause.id not in told:
+                told.add(e.cause.id)
                 console.print(f"      cause: {explained(e)}", highlight=False, soft_wrap=True, markup=False)
         if unit.more:
             console.print(f"    ... {unit.more} more error{'s' if unit.more != 1 else ''}", highlight=False)
