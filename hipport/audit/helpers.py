@@ -19,6 +19,7 @@ from hipport.audit.checks.common import (
     SYNC_BUILTINS,
     is_32bit_type,
     is_full_mask32,
+    split_template_args,
 )
 from hipport.audit.checks.context import COMMENT, IDENT, Context, int_value
 from hipport.model import Finding
@@ -164,37 +165,13 @@ def report_calls(ctx: Context, helpers: dict[str, Helper], *, local: bool) -> No
                    confidence="medium", subject=name, severity="warning")
 
 
-def _split_template_args(ctx: Context, open_: int) -> tuple[list[tuple[int, int]], int] | None:
-    """`<a, b>` after a name: the argument ranges and the index of the closing `>`."""
-    depth, k, start, out = 0, open_, open_ + 1, []
-    while k < ctx.n:
-        t = ctx.text[k]
-        if t in (b";", b"{", b"}"):
-            return None
-        if t in (b"(", b"[") and ctx.match(k) > k:
-            k = ctx.match(k) + 1
-            continue
-        if t == b"<":
-            depth += 1
-        elif t in (b">", b">>"):
-            depth -= len(t)
-            if depth <= 0:
-                out.append((start, k))
-                return (out, k) if depth == 0 else None
-        elif t == b"," and depth == 1:
-            out.append((start, k))
-            start = k + 1
-        k += 1
-    return None
-
-
 def _call_shape(ctx: Context, i: int):
     """("call" | "launch", template-argument ranges, argument ranges) for `f(...)`, `f<...>(...)` and
     `f<...><<<...>>>(...)`; None for anything else."""
     k = ctx.next_code(i)
     targs: list[tuple[int, int]] = []
     if ctx.t(k) == b"<":
-        split = _split_template_args(ctx, k)
+        split = split_template_args(ctx, k)
         if split is None:
             return None
         targs, close = split

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from hipport.audit.checks.common import enclosing_open, statement_start, user_defined
+from hipport.audit.checks.common import enclosing_open, split_template_args, statement_start, user_defined
 from hipport.audit.checks.context import COMMENT, IDENT, KEYWORD, LITERAL, Allocation, Context, Function
 
 SYSTEM = "atomic-system-scope"
@@ -401,27 +401,10 @@ def _instantiated_types(ctx: Context, name: bytes, params: list[str], param: str
     for j in range(ctx.n - 2):
         if ctx.text[j] != name or ctx.kinds[j] != IDENT or ctx.t(ctx.next_code(j)) != b"<":
             continue
-        args, cur, level = [], [], 0
-        m = ctx.next_code(j) + 1
-        while m < ctx.n:
-            t = ctx.text[m]
-            if t in (b"<", b"(", b"["):
-                level += 1
-            elif t in (b")", b"]") or t == b">" and level > 0:
-                level -= 1
-            elif t == b">" or t == b"," and level == 0:
-                args.append(cur)
-                cur = []
-                if t == b">":
-                    break
-                m += 1
-                continue
-            elif t in (b";", b"{"):
-                args = []
-                break
-            if ctx.kinds[m] != COMMENT:
-                cur.append(m)
-            m += 1
+        split = split_template_args(ctx, ctx.next_code(j))
+        if split is None:
+            continue
+        args = [[k for k in range(a, b) if ctx.kinds[k] != COMMENT] for a, b in split[0]]
         if len(args) <= pos or not args[pos]:
             continue
         text = " ".join(ctx.text[x].decode("latin-1") for x in args[pos])

@@ -266,6 +266,32 @@ def _template_open(ctx: Context, i: int) -> int | None:
     return None
 
 
+def split_template_args(ctx: Context, open_: int) -> tuple[list[tuple[int, int]], int] | None:
+    """`<a, b<c>, d>` from the `<` at ``open_``: each argument's token range (first, last exclusive) and the index of
+    the closing `>`; None when the statement ends first. Brackets are skipped whole, so `f<(a < b)>` and
+    `g<sizeof(x)>` split right, and `>>` closes two levels (`f<a<b>>`)."""
+    depth, k, start, out = 0, open_, open_ + 1, []
+    while k < ctx.n:
+        t = ctx.text[k]
+        if t in (b";", b"{", b"}"):
+            return None
+        if t in (b"(", b"[") and ctx.match(k) > k:
+            k = ctx.match(k) + 1
+            continue
+        if t == b"<":
+            depth += 1
+        elif t in (b">", b">>"):
+            depth -= len(t)
+            if depth <= 0:
+                out.append((start, k))
+                return (out, k) if depth == 0 else None
+        elif t == b"," and depth == 1:
+            out.append((start, k))
+            start = k + 1
+        k += 1
+    return None
+
+
 def operand_mentions(ctx: Context, first: int, last: int, names: set[bytes]) -> bool:
     return any(ctx.text[k] in names for k in range(first, last))
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from hipport import directives as dirs
-from hipport.audit.checks.common import statement_start, user_defined
-from hipport.audit.checks.context import IDENT, LITERAL, Context, Function, int_value
+from hipport.audit.checks.common import split_template_args, statement_start, user_defined
+from hipport.audit.checks.context import COMMENT, IDENT, LITERAL, Context, Function, int_value
 from hipport.audit.hazards import wave_size
 from hipport.model import Edit
 
@@ -194,25 +194,10 @@ def _instantiations(ctx: Context, fn: Function, param: str) -> tuple[set[int], i
     for j in range(ctx.n - 2):
         if ctx.text[j] != name or j == fn.name_index or ctx.t(ctx.next_code(j)) != b"<":
             continue
-        args, depth, cur = [], 0, []
-        m = ctx.next_code(j) + 1
-        while m < ctx.n:
-            t = ctx.text[m]
-            if t in (b"<", b"(", b"["):
-                depth += 1
-            elif t in (b")", b"]") or t == b">" and depth > 0:
-                depth -= 1
-            elif t == b">" or t == b"," and depth == 0:
-                args.append(cur)
-                cur = []
-                if t == b">":
-                    break
-                m += 1
-                continue
-            elif t in (b";", b"{"):
-                break
-            cur.append(m)
-            m += 1
+        split = split_template_args(ctx, ctx.next_code(j))
+        if split is None:
+            continue
+        args = [[k for k in range(a, b) if ctx.kinds[k] != COMMENT] for a, b in split[0]]
         if len(args) > pos and len(args[pos]) == 1:
             tok = args[pos][0]
             v = int_value(ctx.text[tok]) if ctx.kinds[tok] == LITERAL else None
