@@ -130,3 +130,30 @@ def test_no_guard_without_a_matching_hip_declaration(rules):
     assert convert_source(src, rules, OPTIONS).after == (
         b"void check(hipError_t e) {}\n#ifdef A\n#if !defined(__HIP_PLATFORM_AMD__) && "
         b"!defined(__HIP_PLATFORM_NVIDIA__)\nvoid check(hipError_t e) {}\n#endif\n#endif\n")
+
+
+HOST_ONLY = b"""#include <cstdio>
+// Host code calling the runtime without including it: nvcc includes cuda_runtime.h in every .cu file.
+int main() {
+  int count = 0;
+  cudaGetDeviceCount(&count);
+  cudaSetDevice(0);
+  printf("%d\\n", count);
+  return 0;
+}
+"""
+
+
+def test_cu_file_calling_the_runtime_gets_its_header(rules, tmp_path):
+    result = convert_source(HOST_ONLY, rules, OPTIONS, path="src/main.cu")
+    expected = HOST_ONLY.replace(b"#include <cstdio>\n", b"#include <hip/hip_runtime.h>\n#include <cstdio>\n") \
+        .replace(b"cudaGetDeviceCount", b"hipGetDeviceCount").replace(b"cudaSetDevice", b"hipSetDevice")
+    assert result.after == expected
+    assert convert_source(expected, rules, OPTIONS, path="src/main.cu").after == expected
+    # A .cpp file was compiled by a host compiler, which includes nothing by itself: renamed only.
+    assert b"hip_runtime" not in convert_source(HOST_ONLY, rules, OPTIONS, path="src/main.cpp").after
+    require_hipcc()
+    (tmp_path / "main.cu").write_bytes(expected)
+    assert syntax_check(tmp_path / "main.cu").returncode == 0
+    (tmp_path / "plain.cu").write_bytes(expected.replace(b"#include <hip/hip_runtime.h>\n", b""))
+    assert "use of undeclared identifier 'hipGetDeviceCount'" in syntax_check(tmp_path / "plain.cu").stderr

@@ -187,7 +187,7 @@ def test_sigterm_during_a_write_finishes_that_write_then_stops(tmp_path, rules, 
         convert_tree(collect_sources([root]), rules, ConvertOptions(), write="inplace")
     assert info.value.signum == signal.SIGTERM and info.value.exit_code == 143
     assert info.value.results == []  # raised as the write of a.cu completed, before its result was recorded
-    assert (root / "a.cu").read_bytes() == b"void f() { hipFree(0); }\n"   # finished, not abandoned
+    assert (root / "a.cu").read_bytes() == b"#include <hip/hip_runtime.h>\nvoid f() { hipFree(0); }\n"   # finished, not abandoned
     assert (root / "b.cu").read_bytes() == (root / "c.cu").read_bytes() == b"void f() { cudaFree(0); }\n"
     assert not list(root.glob("*.hipport-tmp"))
     assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL or callable(signal.getsignal(signal.SIGTERM))
@@ -206,7 +206,7 @@ def test_sigint_between_files_stops_before_the_next(tmp_path, rules):
     with pytest.raises(Interrupted) as info:
         convert_tree(collect_sources([root]), rules, ConvertOptions(), write="inplace", on_result=after_first)
     assert info.value.exit_code == 130
-    assert (root / "a.cu").read_bytes() == b"void f() { hipFree(0); }\n"
+    assert (root / "a.cu").read_bytes() == b"#include <hip/hip_runtime.h>\nvoid f() { hipFree(0); }\n"
     assert (root / "b.cu").read_bytes() == b"void f() { cudaFree(0); }\n"
     assert signal.getsignal(signal.SIGINT) is old  # handlers restored
 

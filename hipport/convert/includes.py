@@ -95,8 +95,19 @@ def _scan_device_code(ctx: ConversionContext) -> bool:
     return False
 
 
+# nvcc includes cuda_runtime.h in every .cu file it compiles; hipcc includes no HIP runtime header.
+_IMPLICIT_RUNTIME_SUFFIXES = (".cu",)
+_RUNTIME_CATEGORIES = frozenset({"runtime", "driver"})
+
+
 def insert_runtime_include(ctx: ConversionContext) -> None:
-    if ctx.has_runtime or not has_device_code(ctx):
+    """`#include <hip/hip_runtime.h>` in a file with device code, or in a .cu file that calls the runtime or driver
+    API without including it (nvcc includes cuda_runtime.h in every .cu file itself)."""
+    if ctx.has_runtime:
+        return
+    if not has_device_code(ctx) and not (
+            ctx.path.lower().endswith(_IMPLICIT_RUNTIME_SUFFIXES)
+            and any(c.category in _RUNTIME_CATEGORIES for c in ctx.result.conversions)):
         return
     structure = ctx.structure
     guard = structure.guard

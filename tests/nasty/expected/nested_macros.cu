@@ -1,3 +1,4 @@
+#include <hip/hip_runtime.h>
 #define M0(x) hipFree(x)
 #define M1(x) M0((x))
 #define M2(x) M1((x))

@@ -1,3 +1,4 @@
+#include <hip/hip_runtime.h>
 #define hipFree hipFree
 #define A B
 #define B A

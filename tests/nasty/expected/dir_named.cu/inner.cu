@@ -1,1 +1,2 @@
+#include <hip/hip_runtime.h>
 void f() { hipFree(0); }
