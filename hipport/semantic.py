@@ -123,8 +123,9 @@ def _rewrites(path, data) -> dict:
         if args is not None and (not isinstance(args, int) or isinstance(args, bool) or args < 0):
             raise RuleError(f"{where}: `args` must be a non-negative integer")
         ops = e.get("ops")
-        if not isinstance(ops, list) or not ops:
-            raise RuleError(f"{where} needs `ops`, a list of argument changes")
+        # An empty list is a call hipport cannot rewrite: it must then say why, at each use (`note`).
+        if not isinstance(ops, list) or not ops and not e.get("note"):
+            raise RuleError(f"{where} needs `ops`, a list of argument changes (empty only with a `note`)")
         parsed = []
         for op in ops:
             kinds = [k for k in _OP_KINDS if isinstance(op, dict) and k in op]

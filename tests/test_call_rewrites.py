@@ -86,6 +86,7 @@ def test_no_space_before_the_parenthesis_of_an_argumentless_launch_but_comments_
     ({"names": ["f"], "ops": [{"move": 1, "values": {"0": "a"}, "to": 2}]}, "`values` (replace only)"),
     ({"names": ["f"], "ops": [{"remove": 1}], "rocm_min": "six"}, "must be a version"),
     ({"names": ["f"], "ops": [{"remove": 1}], "color": "red"}, "unknown key `color`"),
+    ({"names": ["f"], "ops": []}, "empty only with a `note`"),
 ])
 def test_malformed_rewrites_stop_with_one_line(entry, message):
     with pytest.raises(RuleError) as err:
@@ -109,3 +110,23 @@ def test_cudnn_names_without_a_miopen_name_are_reported_not_renamed_to_hipdnn(ru
     text, findings = run(rules, "#include <cudnn.h>\nvoid f() { cudnnFindConvolutionForwardAlgorithm(h); cudnnCreate(&h); }\n")
     assert "cudnnFindConvolutionForwardAlgorithm(h); miopenCreate(&h);" in text and "hipdnn" not in text
     assert findings == [("unsupported-api", 2)]
+
+
+def test_miopen_calls_hipport_cannot_complete_are_renamed_and_reported(rules):
+    src = ("#include <cudnn.h>\nvoid f() {\n  cudnnGetDropoutDescriptor(d, h, &p, &s, &seed);\n"
+           "  cudnnSetCTCLossDescriptor(c, CUDNN_DATA_FLOAT);\n  cudnnGetRNNDescriptor(h, r, &a, &b, &c, &d, &e, &f, &g, &t);\n}\n")
+    text, findings = run(rules, src)
+    assert "miopenGetDropoutDescriptor(d, h, &p, &s, &seed);" in text
+    assert "miopenSetCTCLossDescriptor(c, miopenFloat);" in text
+    assert "miopenGetRNNDescriptor_V2(h, r, &a, &b, &c, &d, &e, &f, &g, &t);" in text
+    assert findings == [("call-rewrite-note", 3), ("call-rewrite-note", 4), ("call-rewrite-note", 5)]
+    # without --roc cuDNN stays cuDNN (no MIOpen arguments to miss), so nothing is said about the arguments
+    _, findings = run(rules, src, ConvertOptions(rocm_version=(6, 2)))
+    assert "call-rewrite-note" not in {rule for rule, _ in findings}
+
+
+def test_miopen_dropout_values_are_written_once(rules):
+    src = "#include <cudnn.h>\nvoid f() { cudnnSetDropoutDescriptor(d, h, 0.5f, s, n, seed); }\n"
+    text, findings = run(rules, src)
+    assert "miopenSetDropoutDescriptor(d, h, 0.5f, s, n, seed, false, false, MIOPEN_RNG_PSEUDO_XORWOW);" in text
+    assert not findings

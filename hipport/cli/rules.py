@@ -351,7 +351,8 @@ def _semantic_lines(sem: Semantic, name: str) -> list[str]:
                         f", ROCm {'.'.join(map(str, rw.rocm_min))} and later" if rw.rocm_min else "",
                         f", before ROCm {'.'.join(map(str, rw.rocm_before))}" if rw.rocm_before else ""])
         lines += [f"{name}  (call rewrite, rules/calls.toml)",
-                  f"  convert:      {mode}{when}: " + "; ".join(_op_text(op) for op in rw.ops)
+                  f"  convert:      {mode}{when}: "
+                  + ("; ".join(_op_text(op) for op in rw.ops) or "renamed only, arguments left as written")
                   + (f" (reported: {rw.note})" if rw.note else "")]
     if name in sem.guards:
         lines += [f"{name}  (CUDA header-guard macro, rules/macros.toml)",
