@@ -203,6 +203,7 @@ EXPECTED_EXAMPLE_FINDINGS = {
         (58, "lane-math-32"),      # BLOCK / 32 warps per block
         (73, "lane-math-32"),      # lane = threadIdx.x & 31
         (84, "ballot-32bit"),      # unsigned int ballot = __ballot_sync(...)
+        (84, "warp-mask-32bit"),   # ... (FULL_MASK, ...): the call the compiler stops at
         (86, "ballot-32bit"),      # __popc(ballot)
     },
     "histogram/histogram.cu": {

@@ -204,3 +204,38 @@ def test_cli_include_folders_from_settings_and_flag(tmp_path):
     (tmp_path / ".hipport.toml").write_text('include-dirs = ["include"]\n')
     settings = subprocess.run(base, cwd=tmp_path, capture_output=True, text=True)
     assert settings.returncode == 1 and settings.stdout == flag.stdout, settings.stderr
+
+
+def test_header_masks_kernels_and_unknown_wrappers_follow_the_annotations():
+    path = FIXTURES / "warp_launch.cu"
+    expect, ok = _annotations(path.read_text())
+    assert expect and ok
+    findings = audit_source(path.read_bytes(), str(path), AuditOptions(rocm_version=(7, 0)))
+    got = _by_line(findings)
+    for line, rules in expect.items():
+        assert rules <= got.get(line, set()), f"line {line}: expected {rules}, got {got.get(line)}"
+    for line, rules in ok.items():
+        assert not rules & got.get(line, set()), f"line {line}: {rules & got[line]} is a false alarm"
+    by_line = {f.line: f for f in findings}
+    assert "(defined at warp_common.cuh:4)" in by_line[6].message
+    assert by_line[12].confidence == "low" and by_line[12].severity == "warning"  # a guess: the wrapper is unseen
+    assert "(defined at warp_common.cuh:8)" in by_line[18].message
+
+
+def test_without_the_header_the_mask_macro_and_the_kernel_are_unknown(tmp_path):
+    lone = tmp_path / "warp_launch.cu"
+    shutil.copy(FIXTURES / "warp_launch.cu", lone)
+    found = {(f.line, f.rule_id) for f in audit_source(lone.read_bytes(), str(lone), AuditOptions(rocm_version=(7, 0)))}
+    assert (6, "warp-mask-32bit") not in found and (18, "launch-warps-32") not in found
+
+
+def test_a_mask_macro_is_reported_at_each_call_and_fixed_at_its_definition():
+    src = b"""#define MASK 0xFFFFFFFF
+__global__ void k(int* out, int p) {
+    if (__any_sync(MASK, p > 0)) out[0] = 1;
+    if (__all_sync(MASK, p > 1)) out[1] = 1;
+}
+"""
+    found = [f for f in audit_source(src, "k.cu", AuditOptions(rocm_version=(7, 0))) if f.rule_id == "warp-mask-32bit"]
+    assert sorted(f.line for f in found) == [1, 3, 4]
+    assert [f.line for f in found if f.edits] == [1]

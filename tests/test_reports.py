@@ -220,7 +220,7 @@ def test_markdown_summary(examples_reports):
     md = (out / "hipport-report.md").read_text()
     assert md.startswith("### hipport audit: 10 files,")
     assert "| Rule | Errors | Warnings | Info | Files | What it means |" in md
-    assert "| `warp-mask-32bit` | 2 | 0 | 0 | 1 |" in md
+    assert "| `warp-mask-32bit` | 3 | 0 | 0 | 1 |" in md
     assert "examples/cuda/reduction/reduction.cu" in md and "Porting readiness:" in md
     assert len(md) < 65536  # fits a GitHub comment
 

@@ -57,8 +57,11 @@ def audit_source(src: bytes, path: str = "<stdin>", options: AuditOptions = Audi
     """Findings for one file's bytes, sorted by position. Raises scan.LexError when libclang cannot read it."""
     ctx = run_checks(src, path, options)
     label = os.path.basename(path)
-    helpers.report_calls(ctx, helpers.summarise(ctx, list(ctx.findings), label), local=True)
-    helpers.report_calls(ctx, helpers.helpers_of_includes(ctx, path, options), local=False)
+    own = helpers.summarise(ctx, list(ctx.findings), label)
+    included, macros = helpers.of_includes(ctx, path, options)
+    helpers.report_calls(ctx, own, local=True, macros=macros)
+    helpers.report_calls(ctx, included, local=False, macros=macros)
+    helpers.report_header_masks(ctx, macros, {**included, **own})
     # Suppressions are judged on every finding, selected or not: `--select` must not make one look unused.
     kept, sups = suppressions.apply(ctx, ctx.findings)
     kept += suppressions.report_unused(ctx, sups)

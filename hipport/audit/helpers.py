@@ -21,7 +21,7 @@ from hipport.audit.checks.common import (
     is_full_mask32,
     split_template_args,
 )
-from hipport.audit.checks.context import COMMENT, IDENT, Context, int_value
+from hipport.audit.checks.context import COMMENT, IDENT, LITERAL, Context, int_value
 from hipport.model import Finding
 
 # The rules whose findings inside a helper make every call of it a 32-lane assumption, most telling first. A
@@ -39,6 +39,7 @@ class Helper:
     mask_params: tuple[int, ...] = ()   # positions of parameters that reach a `*_sync` built-in as its mask
     width_params: tuple[int, ...] = ()  # positions of parameters used as a shuffle width or shuffle-loop bound
     width_tparams: tuple[int, ...] = () # the same for template parameters
+    reads_warp_size: bool = False       # a kernel that reads `warpSize`: its launches must not count lanes in 32s
 
 
 def _mask_params(ctx: Context, fn) -> tuple[int, ...]:
@@ -99,12 +100,42 @@ def summarise(ctx: Context, findings: list[Finding], label: str) -> dict[str, He
             inside = [f for f in findings if f.rule_id in LANE_RULES and first <= f.line <= last
                       and f.severity in ("warning", "error")]
             masks = _mask_params(ctx, fn)
-        if not inside and not masks and not width_params and not width_tparams:
+        reads = fn.kernel and any(ctx.text[k] == b"warpSize" for k in range(fn.body[0], fn.body[1]))
+        if not inside and not masks and not width_params and not width_tparams and not reads:
             continue
         line = ctx.lines.line_col(ctx.starts[fn.name_index])[0]
         best = min(inside, key=lambda f: (LANE_RULES.index(f.rule_id), f.line)) if inside else None
         out[fn.name] = Helper(fn.name, f"{label}:{line}", best.rule_id if best else "", best.message if best else "",
-                              masks, width_params, width_tparams)
+                              masks, width_params, width_tparams, reads)
+    for name, masks in _macro_wrappers(ctx).items():
+        d = ctx.macros[name]
+        line = ctx.lines.line_col(ctx.starts[d.first])[0]
+        out.setdefault(name.decode("latin-1"), Helper(name.decode("latin-1"), f"{label}:{line}", "", "", masks))
+    return out
+
+
+def _macro_wrappers(ctx: Context) -> dict[bytes, tuple[int, ...]]:
+    """Function-like macros that pass one of their parameters on as the lane mask of a `*_sync` built-in
+    (`#define WARP_SYNC(m) __syncwarp(m)`), with the positions of those parameters."""
+    out: dict[bytes, tuple[int, ...]] = {}
+    for name, d in ctx.macros.items():
+        k = d.first + 2
+        if k + 1 >= d.last or ctx.text[k + 1] != b"(" or ctx.starts[k + 1] != ctx.ends[k]:
+            continue
+        close = ctx.match(k + 1)
+        if close < 0 or close >= d.last:
+            continue
+        params = [ctx.text[j] for j in range(k + 2, close) if ctx.kinds[j] == IDENT]
+        found = set()
+        for j in range(close + 1, d.last):
+            if ctx.text[j] not in SYNC_BUILTINS or not ctx.is_call(j):
+                continue
+            args = ctx.call_args(j) or []
+            code = [m for m in range(*args[0]) if ctx.kinds[m] != COMMENT] if args else []
+            if len(code) == 1 and ctx.text[code[0]] in params:
+                found.add(params.index(ctx.text[code[0]]))
+        if found:
+            out[name] = tuple(sorted(found))
     return out
 
 
@@ -127,7 +158,8 @@ def included_headers(ctx: Context, path: str, include_dirs: tuple[str, ...]) -> 
     return out
 
 
-def report_calls(ctx: Context, helpers: dict[str, Helper], *, local: bool) -> None:
+def report_calls(ctx: Context, helpers: dict[str, Helper], *, local: bool,
+                 macros: dict[bytes, tuple[str, str]] | None = None) -> None:
     """Each call to a header's 32-lane helper is reported at the call (once per line and helper), unless this file
     defines a function of that name (that one is called); for every helper, a 32-bit mask it is passed."""
     if not helpers:
@@ -145,17 +177,19 @@ def report_calls(ctx: Context, helpers: dict[str, Helper], *, local: bool) -> No
         shape = _call_shape(ctx, i)
         if shape is None:
             continue
-        kind, targs, args = shape
+        kind, targs, args, config = shape
         name = ctx.text[i].decode("latin-1")
         helper = helpers[name]
         if name in own:
             continue
         _check_width_args(ctx, i, helper, kind, targs, args)
         if kind == "launch":
+            if helper.reads_warp_size:
+                _check_launch_config(ctx, i, helper, config)
             continue
         line = ctx.lines.line_col(ctx.starts[i])[0]
         if helper.mask_params:
-            _check_mask_args(ctx, args, helper)
+            _check_mask_args(ctx, args, helper, macros or {})
         # A helper of this file carries its own finding a few lines away; one from a header is out of sight.
         if local or not helper.rule_id or (line, name) in seen or helper.rule_id not in ctx.hazards:
             continue
@@ -178,7 +212,7 @@ def _call_shape(ctx: Context, i: int):
         k = ctx.next_code(close)
     if ctx.t(k) == b"(":
         args = ctx.call_args(ctx.prev_code(k)) if k > 0 else None
-        return ("call", targs, args or [])
+        return ("call", targs, args or [], [])
     if ctx.t(k) == b"<<" and ctx.t(k + 1) == b"<":
         j = k + 2
         while j + 1 < ctx.n and not (ctx.text[j] == b">>" and ctx.text[j + 1] == b">"):
@@ -186,8 +220,22 @@ def _call_shape(ctx: Context, i: int):
                 return None
             j += 1
         args = ctx.call_args(j + 1) if j + 1 < ctx.n else None
-        return ("launch", targs, args or []) if args is not None else None
+        return ("launch", targs, args or [], _split_commas(ctx, k + 2, j)) if args is not None else None
     return None
+
+
+def _split_commas(ctx: Context, first: int, last: int) -> list[tuple[int, int]]:
+    out, start, k = [], first, first
+    while k < last:
+        if ctx.text[k] in (b"(", b"[", b"{") and ctx.match(k) > k:
+            k = ctx.match(k) + 1
+            continue
+        if ctx.text[k] == b",":
+            out.append((start, k))
+            start = k + 1
+        k += 1
+    out.append((start, last))
+    return out
 
 
 _WIDTH_RULE = "warp-loop-32"
@@ -224,7 +272,7 @@ _MASK_RULE = "warp-mask-32bit"
 _MAX_HOPS = 4
 
 
-def _check_mask_args(ctx: Context, args, helper: Helper) -> None:
+def _check_mask_args(ctx: Context, args, helper: Helper, macros: dict[bytes, tuple[str, str]]) -> None:
     """The argument a helper forwards as a lane mask: a 32-bit literal, or a variable whose value (followed back
     through plain copies `T b = a;` in the calling function) is one or has a 32-bit type."""
     if _MASK_RULE not in ctx.hazards or ctx.rocm < (6, 2):
@@ -232,16 +280,24 @@ def _check_mask_args(ctx: Context, args, helper: Helper) -> None:
     for pos in helper.mask_params:
         if not args or pos >= len(args):
             continue
-        why = _mask_origin(ctx, args[pos][0], *args[pos])
+        why = _mask_origin(ctx, args[pos][0], *args[pos], macros)
         if why:
             arg = ctx.span_text(*args[pos]).decode("latin-1").strip()
-            ctx.report(_MASK_RULE, ctx.next_code(args[pos][0] - 1),
+            code = [k for k in range(*args[pos]) if ctx.kinds[k] != COMMENT]
+            is32, value = is_full_mask32(ctx, *args[pos])
+            edits = []
+            if is32:  # a literal written at the call: its 64-bit spelling is right whatever the helper does
+                new = "0xffffffffffffffffull" if value == 0xFFFFFFFF else \
+                    ctx.text[code[-1]].rstrip(b"uUlL").decode("latin-1") + "ull"
+                edits = [ctx.edit(code[0], new, code[-1])]
+            ctx.report(_MASK_RULE, code[0],
                        f"`{arg}` reaches the lane mask of `{helper.name}` (defined at {helper.where}) {why}; HIP "
                        f"masks are 64-bit (`unsigned long long`, full mask `0xffffffffffffffffull`)",
-                       confidence="medium", subject=helper.name)
+                       confidence="medium", subject=helper.name, edits=edits)
 
 
-def _mask_origin(ctx: Context, call: int, first: int, last: int) -> str:
+def _mask_origin(ctx: Context, call: int, first: int, last: int,
+                 macros: dict[bytes, tuple[str, str]] | None = None) -> str:
     fn = ctx.function_at(call)
     for _ in range(_MAX_HOPS):
         is32, _value = is_full_mask32(ctx, first, last)
@@ -250,8 +306,18 @@ def _mask_origin(ctx: Context, call: int, first: int, last: int) -> str:
         code = [k for k in range(first, last) if ctx.kinds[k] != COMMENT]
         if len(code) != 1 or ctx.kinds[code[0]] != IDENT:
             return ""
-        decl = ctx.find_decl(ctx.text[code[0]], code[0], fn.params if fn else None)
+        word = ctx.text[code[0]]
+        body = ctx.macro_value(word)
+        if body:
+            first, last = body[0], body[-1] + 1
+            continue
+        decl = ctx.find_decl(word, code[0], fn.params if fn else None)
         if decl is None:
+            decl = outer_decl(ctx, word, code[0])
+        if decl is None:
+            if macros and word in macros:
+                where, value = macros[word]
+                return f"as `{word.decode('latin-1')}`, the 32-bit value `{value}` (defined at {where})"
             return ""
         if is_32bit_type(ctx, decl) is True:
             line = ctx.lines.line_col(ctx.starts[decl])[0]
@@ -265,25 +331,182 @@ def _mask_origin(ctx: Context, call: int, first: int, last: int) -> str:
     return ""
 
 
+def outer_decl(ctx: Context, name: bytes, before: int) -> int | None:
+    """The declaration of ``name`` outside every function body before ``before``: a class member or a global."""
+    for k in range(before - 1, -1, -1):
+        if ctx.text[k] == name and ctx.kinds[k] == IDENT and ctx.is_decl_name(k) and ctx.function_at(k) is None \
+                and not any(f.params[0] < k < f.params[1] for f in ctx.functions):
+            return k
+    return None
+
+
+_LAUNCH_RULE = "launch-warps-32"
+
+
+def _check_launch_config(ctx: Context, launch: int, helper: Helper, config) -> None:
+    """A kernel that reads `warpSize` launched with a grid or block counted in 32-thread warps (`WARPS * 32`,
+    `BLOCK / 32`, a block of 32): on a 64-lane wavefront it sees half the warps the launch was sized for."""
+    if _LAUNCH_RULE not in ctx.hazards or len(config) < 2:
+        return
+    for pos, what in ((1, "block"), (0, "grid")):
+        lit = _thirty_two(ctx, *config[pos], launch, lone=(pos == 1), hops=2)
+        if lit is None:
+            continue
+        expr = ctx.span_text(*config[pos]).decode("latin-1").strip()
+        line = ctx.lines.line_col(ctx.starts[lit])[0]
+        here = ctx.lines.line_col(ctx.starts[ctx.next_code(config[pos][0] - 1)])[0]
+        via = "" if line == here else f" (the 32 is on line {line})"
+        ctx.report(_LAUNCH_RULE, ctx.next_code(config[pos][0] - 1),
+                   f"the {what} size `{expr}` counts 32 threads per warp{via}, but `{helper.name}` (defined at "
+                   f"{helper.where}) works in warps of `warpSize`: on a 64-lane wavefront it gets half the warps "
+                   f"it was sized for (size the launch from `hipDeviceAttributeWarpSize`)",
+                   confidence="medium", subject=helper.name, severity="warning")
+        if line != here and not any(f.rule_id == _LAUNCH_RULE and f.line == line for f in ctx.findings):
+            ctx.report(_LAUNCH_RULE, lit, f"32 threads per warp here sizes the launch of `{helper.name}` "
+                       f"(line {here}), which works in warps of `warpSize`: on a 64-lane wavefront it gets half "
+                       f"the warps it was sized for", confidence="medium",
+                       subject=helper.name, severity="warning")
+        return
+
+
+def _thirty_two(ctx: Context, first: int, last: int, at: int, *, lone: bool, hops: int) -> int | None:
+    """The literal 32 that counts lanes in a launch expression: a factor or divisor (`W * 32`, `n / 32`), the
+    whole block size, or the same inside a variable's initialiser or an object-like macro (``hops`` deep)."""
+    code = [k for k in range(first, last) if ctx.kinds[k] != COMMENT]
+    if lone and len(code) == 1 and int_value(ctx.text[code[0]]) == 32:
+        return code[0]
+    for k in code:
+        if int_value(ctx.text[k]) == 32 and (ctx.t(ctx.prev_code(k)) in (b"*", b"/")
+                                             or ctx.t(ctx.next_code(k)) == b"*"):
+            return k
+    if hops <= 0:
+        return None
+    for k in code:
+        if ctx.kinds[k] != IDENT or ctx.t(ctx.next_code(k)) in (b"(", b"::") or \
+                ctx.t(ctx.prev_code(k)) in (b".", b"->", b"::"):
+            continue
+        alone = lone and len(code) == 1
+        body = ctx.macro_value(ctx.text[k])
+        if body:
+            found = _thirty_two(ctx, body[0], body[-1] + 1, at, lone=alone, hops=hops - 1)
+        else:
+            decl = ctx.find_decl(ctx.text[k], k, None) or _dim3_decl(ctx, ctx.text[k], k)
+            init = _initialiser(ctx, decl) if decl is not None else None
+            found = _thirty_two(ctx, *init, at, lone=alone, hops=hops - 1) if init else None
+        if found is not None:
+            return found
+    return None
+
+
+def _dim3_decl(ctx: Context, name: bytes, before: int) -> int | None:
+    """`dim3 name(...)` before ``before`` (a constructor call, which `find_decl` does not take for a declaration)."""
+    for k in range(before - 1, -1, -1):
+        if ctx.text[k] == name and ctx.t(ctx.prev_code(k)) == b"dim3" and ctx.t(ctx.next_code(k)) in (b"(", b"{"):
+            return k
+    return None
+
+
+def _initialiser(ctx: Context, decl: int) -> tuple[int, int] | None:
+    """`T x = expr;` -> expr; `dim3 x(a, b)` / `dim3 x{a, b}` -> a (the x dimension, the one warps are cut from)."""
+    nxt = ctx.next_code(decl)
+    if ctx.t(nxt) == b"=":
+        k = ctx.next_code(nxt)
+        end = k
+        while end < ctx.n and ctx.text[end] not in (b";", b","):
+            if ctx.text[end] in (b"(", b"[", b"{") and ctx.match(end) > end:
+                end = ctx.match(end)
+            end += 1
+        return (k, end)
+    if ctx.t(nxt) in (b"(", b"{") and ctx.match(nxt) > nxt:
+        return _split_commas(ctx, nxt + 1, ctx.match(nxt))[0]
+    return None
+
+
+def mask_macros(ctx: Context, label: str) -> dict[bytes, tuple[str, str]]:
+    """Object-like macros whose value is a 32-bit full-width literal: name -> (`file:line`, value)."""
+    out = {}
+    for name, d in ctx.macros.items():
+        body = ctx.macro_value(name)
+        if not body:
+            continue
+        b0, b1 = body[0], body[-1] + 1
+        while ctx.text[b0] == b"(" and ctx.match(b0) == b1 - 1:
+            b0, b1 = b0 + 1, b1 - 1
+        is32, value = is_full_mask32(ctx, b0, b1)
+        if is32 and value == 0xFFFFFFFF:
+            line = ctx.lines.line_col(ctx.starts[d.first])[0]
+            out[name] = (f"{label}:{line}", ctx.span_text(b0, b1).decode("latin-1"))
+    return out
+
+
+_MASK_CALL_NAME = re.compile(rb"(?i)sync|shfl|shuffle|ballot|vote")
+
+
+def report_header_masks(ctx: Context, macros: dict[bytes, tuple[str, str]], helpers: dict[str, Helper]) -> None:
+    """Mask arguments that only an included header explains, and calls that only look like mask wrappers:
+    a `*_sync` built-in given a 32-bit mask macro of an included header (`FULL_MASK` in `common.h`), and a
+    device call to a warp-looking name defined nowhere in sight that is given `0xffffffff` (a guess)."""
+    if _MASK_RULE not in ctx.hazards or ctx.rocm < (6, 2):
+        return
+    from hipport.audit.checks.common import user_defined
+
+    for i in range(ctx.n):
+        if ctx.kinds[i] != IDENT or not ctx.device[i] or ctx.in_directive[i] or not ctx.is_call(i):
+            continue
+        word = ctx.text[i]
+        args = ctx.call_args(i)
+        if not args:
+            continue
+        if word in SYNC_BUILTINS:
+            code = [k for k in range(*args[0]) if ctx.kinds[k] != COMMENT]
+            if not macros or len(code) != 1 or ctx.text[code[0]] not in macros or user_defined(ctx, word):
+                continue
+            name = ctx.text[code[0]]
+            fn = ctx.function_at(i)
+            if ctx.macro_value(name) is not None or ctx.find_decl(name, code[0], fn.params if fn else None) \
+                    is not None or outer_decl(ctx, name, code[0]) is not None:
+                continue
+            where, value = macros[name]
+            ctx.report(_MASK_RULE, code[0], f"`{name.decode('latin-1')}` (defined at {where}) is the 32-bit mask "
+                       f"`{value}`: `{word.decode()}` takes a 64-bit mask on HIP (`0xffffffffffffffffull`)",
+                       subject=name.decode("latin-1"))
+            continue
+        text = word.decode("latin-1")
+        if not _MASK_CALL_NAME.search(word) or text in helpers or user_defined(ctx, word) or \
+                word.startswith((b"__", b"cuda", b"hip")):
+            continue
+        for a, b in args:
+            code = [k for k in range(a, b) if ctx.kinds[k] != COMMENT]
+            if len(code) == 1 and ctx.kinds[code[0]] == LITERAL and int_value(ctx.text[code[0]]) == 0xFFFFFFFF:
+                ctx.report(_MASK_RULE, code[0], f"`{text}` is defined nowhere hipport can see; if it passes "
+                           f"`{ctx.text[code[0]].decode('latin-1')}` on to a `*_sync` built-in as the lane mask, "
+                           f"HIP needs a 64-bit mask there (`0xffffffffffffffffull`)", confidence="low",
+                           subject=text, severity="warning")
+                break
+
+
 @lru_cache(maxsize=256)
-def header_helpers(path: str, mtime_ns: int, size: int, options) -> dict[str, Helper]:
-    """The helper summary of one header, audited with the including file's options (cached per version)."""
+def header_summary(path: str, mtime_ns: int, size: int, options) \
+        -> tuple[dict[str, Helper], dict[bytes, tuple[str, str]]]:
+    """The helpers and 32-bit mask macros of one header, audited with the including file's options (cached per
+    version)."""
     from hipport.audit.engine import (
         run_checks,  # the engine runs this module; the import is deferred
     )
 
     if size > _MAX_HEADER_BYTES:
-        return {}
+        return {}, {}
     try:
         with open(path, "rb") as fh:
             src = fh.read()
     except OSError:
-        return {}
+        return {}, {}
     try:
         ctx = run_checks(src, path, options)
     except Exception:  # noqa: BLE001 - a header that cannot be lexed has no summary; its own audit says why
-        return {}
-    return summarise(ctx, ctx.findings, os.path.basename(path))
+        return {}, {}
+    label = os.path.basename(path)
+    return summarise(ctx, ctx.findings, label), mask_macros(ctx, label)
 
 
 _QUOTED_INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*"([^"\n]+)"', re.M)
@@ -307,8 +530,10 @@ def dependency_key(src: bytes, path: str, include_dirs: tuple[str, ...] = ()) ->
     return "\n".join(parts).encode("utf-8", "surrogateescape")
 
 
-def helpers_of_includes(ctx: Context, path: str, options) -> dict[str, Helper]:
-    out: dict[str, Helper] = {}
+def of_includes(ctx: Context, path: str, options) -> tuple[dict[str, Helper], dict[bytes, tuple[str, str]]]:
+    """The helpers and mask macros of the headers ``path`` includes with quotes (the first definition wins)."""
+    helpers: dict[str, Helper] = {}
+    macros: dict[bytes, tuple[str, str]] = {}
     for header in included_headers(ctx, path, tuple(getattr(options, "include_dirs", ()))):
         if os.path.abspath(header) == os.path.abspath(path):
             continue
@@ -316,6 +541,13 @@ def helpers_of_includes(ctx: Context, path: str, options) -> dict[str, Helper]:
             st = os.stat(header)
         except OSError:
             continue
-        for name, helper in header_helpers(header, st.st_mtime_ns, st.st_size, options).items():
-            out.setdefault(name, helper)
-    return out
+        found, masks = header_summary(header, st.st_mtime_ns, st.st_size, options)
+        for name, helper in found.items():
+            helpers.setdefault(name, helper)
+        for name, value in masks.items():
+            macros.setdefault(name, value)
+    return helpers, macros
+
+
+def helpers_of_includes(ctx: Context, path: str, options) -> dict[str, Helper]:
+    return of_includes(ctx, path, options)[0]

@@ -31,6 +31,7 @@ WARP_CONST_NAME = re.compile(rb"(?i)^(?:k_?|c_?|g_?)?(?:warp_?size|warp_?sz|warp
                              rb"lanes?_?per_?warp|threads?_?per_?warp|warp_?threads|cuda_?warp_?size|wsize|ws)$")
 BLOCK_NAME = re.compile(rb"(?i)(block|threads|tpb|nthreads|num_?threads|cta)")
 BLOCK_DIM = {b"blockDim", b"hipBlockDim_x", b"hipBlockDim_y", b"hipBlockDim_z"}
+_FLOAT_32 = re.compile(rb"^32(?:\.0*)?[fF]?$|^32\.0*$")
 # operator, literal value -> (kind, replacement operator+operand)
 _PATTERNS = {(b"&", 31): ("lane", "% warpSize"), (b"%", 32): ("lane", "% warpSize"),
              (b"/", 32): ("warp", "/ warpSize"), (b">>", 5): ("warp", "/ warpSize")}
@@ -50,6 +51,9 @@ def check(ctx: Context) -> None:
             continue
         value = int_value(ctx.text[i])
         op = ctx.prev_code(i)
+        floating = value is None and ctx.t(op) == b"/" and _FLOAT_32.match(ctx.text[i]) is not None
+        if floating:
+            value = 32  # `blockDim.x / 32.f`: a warp count all the same
         pattern = _PATTERNS.get((ctx.t(op), value))
         if pattern is None:
             continue
@@ -72,6 +76,8 @@ def check(ctx: Context) -> None:
         named_block = any(BLOCK_NAME.search(w) for w in words) and not (direct or via)
         if not (direct or via or (kind == "warp" and (block or named_block))):
             continue
+        if floating and not block:
+            continue  # `x / 32.f` on data is arithmetic; only `blockDim.x / 32.f` is surely a warp count
         if _bank_padding(ctx, lo, op):
             continue
         where = const_context(ctx, i)
@@ -80,7 +86,7 @@ def check(ctx: Context) -> None:
         expr = ctx.span_text(lo, i + 1).decode()
         what = "lane index" if kind == "lane" else ("warp count" if block or named_block else "warp index")
         edits = []
-        if where is None and (not in_macro or direct):
+        if where is None and (not in_macro or direct) and not floating:
             new = _fix(ctx, lo, op, i, after, replacement)
             if new is not None:
                 edits = [ctx.edit(op, new, i)]

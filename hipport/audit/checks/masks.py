@@ -60,17 +60,25 @@ def _check_sync_mask(ctx: Context, i: int, reported_macros: set, reported_decls:
     word = ctx.text[code[0]]
     body = ctx.macro_value(word)
     if body is not None:
-        if word in reported_macros or not body:
+        if not body:
             return
         b0, b1 = body[0], body[-1] + 1
         while ctx.text[b0] == b"(" and ctx.match(b0) == b1 - 1:
             b0, b1 = b0 + 1, b1 - 1
         is32, value = is_full_mask32(ctx, b0, b1)
-        if is32:
+        if not is32:
+            return
+        fix = _literal_fix(ctx, b0, b1, value)
+        if word not in reported_macros:
             reported_macros.add(word)
-            fix = _literal_fix(ctx, b0, b1, value)
             ctx.report(RULE, b0, f"macro `{word.decode()}` is a 32-bit mask used with `{name}`; HIP masks are "
                        f"64-bit (define it as `{fix}`)", edits=[ctx.edit(b0, fix, b1 - 1)], subject=word.decode())
+        if not ctx.in_directive[code[0]]:
+            # Every such call is a compile error of its own, and the call is the line the compiler names.
+            line = ctx.lines.line_col(ctx.starts[b0])[0]
+            ctx.report(RULE, code[0], f"`{word.decode()}` (line {line}) is the 32-bit mask "
+                       f"`{ctx.span_text(b0, b1).decode('latin-1')}`: `{name}` takes a 64-bit mask on HIP "
+                       f"(define it as `{fix}`)", subject=word.decode())
         return
     if word in (b"__activemask",):
         return
