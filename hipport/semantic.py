@@ -46,6 +46,18 @@ class Rewrite:
 
 
 @dataclass(frozen=True, slots=True)
+class Shim:
+    """A stand-in definition for a HIP name older releases lack (rules/shims.toml)."""
+    name: str
+    cuda: tuple          # CUDA names that become `name`
+    hip_from: tuple      # the ROCm release whose headers declare it
+    guard: str           # preprocessor condition true where it is missing
+    code: str
+    note: str
+    source: str
+
+
+@dataclass(frozen=True, slots=True)
 class Semantic:
     symbol_args: dict          # cuda name -> argument position
     symbol_address: frozenset  # cuda names whose HIP form takes the symbol's address: `HIP_SYMBOL(&sym)`
@@ -64,6 +76,9 @@ class Semantic:
     full64: frozenset
     full64_spelling: str
     defaults: dict = None      # cuda name -> (parameter count, values of the last parameters): CUDA defaults HIP lacks
+    shims: dict = None         # HIP name -> Shim
+    before_sync: dict = None   # call without arguments -> the expression it is written as before the *_sync forms
+    legacy: dict = None        # library -> Legacy: a legacy API whose names are kept when only its header is included
 
 
 def _table(path, data, key) -> dict:
@@ -99,6 +114,30 @@ _OP_KINDS = {"insert": ("text",), "replace": ("text",), "remove": (), "move": ("
              "cast": ("text",)}
 _OP_KEYS = {"text", "to", "count", "warn", "values"}
 _MODES = ("hip", "roc", "any")
+
+
+@dataclass(frozen=True, slots=True)
+class Legacy:
+    """A library's legacy API (rules/calls.toml `[legacy.LIB]`): in a file that includes `header` and none of
+    `unless`, a name that also exists with `suffix` appended is the legacy function, kept and reported."""
+    header: str
+    unless: tuple
+    suffix: str
+    note: str
+    source: str
+
+
+def _legacy(path, data) -> dict:
+    out = {}
+    for lib, e in _table(path, data, "legacy").items():
+        if not isinstance(e, dict) or set(e) - {"header", "unless", "suffix", "note", "source"}:
+            raise RuleError(f"{path}: `[legacy.{lib}]` takes `header`, `unless`, `suffix`, `note` and `source`")
+        unless = e.get("unless", [])
+        if not isinstance(unless, list) or not all(isinstance(u, str) and u for u in unless):
+            raise RuleError(f"{path}: `[legacy.{lib}]` `unless` must be a list of header names")
+        s = {k: _str(path, f"legacy.{lib}", k, e.get(k)) for k in ("header", "suffix", "note", "source")}
+        out[lib] = Legacy(s["header"], tuple(unless), s["suffix"], s["note"], s["source"])
+    return out
 
 
 def _rewrites(path, data) -> dict:
@@ -185,6 +224,22 @@ def _roc(path, data) -> tuple[dict, dict]:
     return dict(libraries), out
 
 
+def _shims(path, data) -> dict:
+    out = {}
+    for name, e in data.items():
+        if not _IDENT.match(name) or not isinstance(e, dict):
+            raise RuleError(f"{path}: `[{name}]` must be a table named by a C identifier")
+        unknown = set(e) - {"cuda", "hip_from", "guard", "code", "note", "source"}
+        if unknown:
+            raise RuleError(f"{path}: `[{name}]` has unknown key `{sorted(unknown)[0]}`")
+        cuda = e.get("cuda")
+        if not isinstance(cuda, list) or not cuda or not all(isinstance(c, str) and _IDENT.match(c) for c in cuda):
+            raise RuleError(f"{path}: `[{name}]` needs `cuda`, a list of C identifiers")
+        fields = {k: _str(path, name, k, e.get(k)) for k in ("guard", "code", "note", "source")}
+        out[name] = Shim(name, tuple(cuda), _version(path, f"{name}.hip_from", e.get("hip_from")), **fields)
+    return out
+
+
 @lru_cache(maxsize=1)
 def load_semantic() -> Semantic:
     base = builtin_rules_dir()
@@ -231,4 +286,7 @@ def load_semantic() -> Semantic:
         frozenset(masks["full32"]), frozenset(masks["full64"]),
         _str(warp_path, "masks", "full64_spelling", masks.get("full64_spelling")),
         defaults,
+        _shims(base / "shims.toml", _read_toml(base / "shims.toml")),
+        {n: _str(warp_path, "before_sync", n, v) for n, v in _table(warp_path, warp, "before_sync").items()},
+        legacy=_legacy(calls_path, calls),
     )

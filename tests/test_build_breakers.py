@@ -157,3 +157,45 @@ def test_cu_file_calling_the_runtime_gets_its_header(rules, tmp_path):
     assert syntax_check(tmp_path / "main.cu").returncode == 0
     (tmp_path / "plain.cu").write_bytes(expected.replace(b"#include <hip/hip_runtime.h>\n", b""))
     assert "use of undeclared identifier 'hipGetDeviceCount'" in syntax_check(tmp_path / "plain.cu").stderr
+
+
+OLD = ConvertOptions(rocm_version=(5, 2))
+
+
+def test_stand_ins_for_names_older_releases_lack(rules):
+    src = (FIXTURES / "old-rocm.cu").read_bytes()
+    result = convert_source(src, rules, OLD, path="old-rocm.cu")
+    shims = [f for f in result.findings if f.rule_id == "shim-added"]
+    assert sorted(f.subject for f in shims) == ["__syncwarp", "hipsparseGetErrorString"]
+    assert all(f.severity == "info" for f in shims)
+    # the stand-in replaces the "needs a newer ROCm" warning for the name it defines
+    assert not [f for f in result.findings if f.rule_id == "needs-newer-rocm" and "GetErrorString" in f.message]
+    assert summarize([result]).conversions["shim"] == 2
+    # Targeting a release that has the names: no stand-in, the masks are kept (widened where they are all lanes).
+    new = convert_source(src, rules, ConvertOptions(rocm_version=(7, 0)), path="old-rocm.cu").after
+    assert b"HIPPORT_SHIM" not in new and b"__activemask()" in new and b"__shfl_sync(active, v, 0)" in new
+
+
+def test_stand_in_goes_before_the_first_declaration_using_it(rules):
+    src = (b"#include <cuda_runtime.h>\n__device__ int a;\n__device__ void f() {\n  a = 1;\n  __syncwarp();\n}\n"
+           b"__device__ void g() { __syncwarp(); }\n")
+    out = convert_source(src, rules, OLD).after.decode()
+    assert out.count("#define HIPPORT_SHIM___syncwarp") == 1
+    assert out.index("__device__ int a;") < out.index("HIPPORT_SHIM___syncwarp") < out.index("__device__ void f()")
+    # No include at all: the stand-in follows the runtime include hipport writes.
+    out = convert_source(b"__global__ void k() { __syncwarp(); }\n", rules, OLD).after.decode()
+    assert out.startswith("#include <hip/hip_runtime.h>\n#if !defined(HIPPORT_SHIM___syncwarp)")
+    assert convert_source(out.encode(), rules, OLD).after.decode() == out
+
+
+def test_stand_in_is_needed_with_hip_5_2(tmp_path):
+    """The stand-ins are what makes the HIP form build: without them hipcc 5.2 rejects it."""
+    require_hipcc()
+    text = (FIXTURES / "old-rocm.hip.cu").read_text()
+    stripped = re.sub(r"#if !defined\(HIPPORT_SHIM_.*?#endif\n", "", text, flags=re.S)
+    assert stripped.count("HIPPORT_SHIM") == 0 and stripped != text
+    f = tmp_path / "stripped.cu"
+    f.write_text(stripped)
+    r = syntax_check(f)
+    assert r.returncode != 0
+    assert "__syncwarp" in r.stderr and "hipsparseGetErrorString" in r.stderr

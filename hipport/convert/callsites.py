@@ -39,6 +39,10 @@ def rewrite_calls(conv: "ConversionContext") -> None:
             conv.claimed.add(i)
             _warp_sync(conv, i, name)
             continue
+        if name in sem.before_sync:
+            if conv.options.rocm_version < sem.sync_opt_in and not conv.user_names.is_users(i):
+                _before_sync(conv, i, name)
+            continue
         if name not in sem.symbol_args and name not in sem.kernel_args and name not in sem.by_arity \
                 and name not in sem.rewrites and name not in sem.defaults:
             continue
@@ -175,7 +179,8 @@ def _rewrite_arguments(conv: "ConversionContext", i: int, name: str, args: list[
         else:
             conv.edits_only(a, b, new)
     if chosen.note:
-        conv.finding("call-rewrite-note", "warning", start, f"`{name}`: {chosen.note}", subject=name)
+        conv.finding("call-rewrite-note" if chosen.ops else "call-not-rewritten", "warning", start,
+                     f"`{name}`: {chosen.note}", subject=name)
 
 
 def _renamed(conv: "ConversionContext", first: int, last: int) -> bytes:
@@ -210,6 +215,16 @@ def _mask_kind(conv: "ConversionContext", arg: Arg) -> str:
     return "other"
 
 
+def _before_sync(conv: "ConversionContext", i: int, name: str) -> None:
+    """`__activemask()` -> `__ballot(1)` for releases that have no `__activemask`."""
+    found = call_args(conv.tokens, i)
+    if found is None or found[2]:
+        return
+    conv.claimed.add(i)
+    conv.convert(conv.tokens.starts[i], conv.tokens.ends[found[1]], conv.semantic.before_sync[name].encode(), name,
+                 "warp")
+
+
 def _warp_sync(conv: "ConversionContext", i: int, name: str) -> None:
     sem = conv.semantic
     tokens = conv.tokens
@@ -222,14 +237,21 @@ def _warp_sync(conv: "ConversionContext", i: int, name: str) -> None:
     target = conv.options.rocm_version
     mask_free = sem.warp_sync[name]
     if target < sem.sync_opt_in:
-        if kind == "other" or len(args) < 2:
+        if len(args) < 2:
             conv.finding("warp-sync-mask", "error", tokens.starts[i],
-                         f"`{name}` has no HIP form before ROCm {_v(sem.sync_opt_in)} and its mask "
-                         f"`{_arg_text(conv, mask).decode('latin-1')}` is not all lanes; rewrite it by hand "
+                         f"`{name}` has no HIP form before ROCm {_v(sem.sync_opt_in)}; rewrite it by hand "
                          f"(`{mask_free}` without a mask, or target a newer ROCm)", subject=name)
             return
         conv.convert(tokens.starts[i], tokens.ends[i], mask_free.encode(), name, "warp")
         conv.edits_only(mask.start, args[1].start, b"")
+        if kind == "other":
+            # Left as it was, the call cannot build with this release; the mask-free form covers every active
+            # lane, which is what a partial mask usually names on hardware whose lanes never run apart.
+            conv.finding("warp-sync-mask", "warning", tokens.starts[i],
+                         f"`{name}` has no HIP form before ROCm {_v(sem.sync_opt_in)}: written as `{mask_free}`, "
+                         f"its mask `{_arg_text(conv, mask).decode('latin-1')}` dropped; `{mask_free}` works on "
+                         f"every active lane, so make sure the lanes outside the mask are inactive here or do not "
+                         f"change the result (`hipport audit` says more)", subject=name)
         return
     if kind == "full32":
         conv.convert(mask.start, mask.end, sem.full64_spelling.encode(), name, "warp")

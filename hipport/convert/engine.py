@@ -19,9 +19,11 @@ from hipport.convert.context import (
 )
 from hipport.convert.includes import insert_runtime_include, rewrite_includes
 from hipport.convert.launch import rewrite_launches
+from hipport.convert.legacy import keep_legacy_names
 from hipport.convert.macros import rewrite_conditions
 from hipport.convert.redefinitions import guard_redefinitions
 from hipport.convert.renames import rename_identifiers
+from hipport.convert.shims import add_shims
 from hipport.model import FileResult, apply_edits
 from hipport.rules import RuleSet
 
@@ -30,9 +32,11 @@ def run_passes(ctx: ConversionContext) -> FileResult:
     rewrite_conditions(ctx)
     drop_register(ctx)
     guard_redefinitions(ctx)
+    keep_legacy_names(ctx)
     rewrite_calls(ctx)
     if ctx.options.launch_syntax == "hip":
         rewrite_launches(ctx)
+    add_shims(ctx)  # before the runtime include: an insertion made earlier lands later at the same offset
     rename_identifiers(ctx)
     rewrite_includes(ctx)
     insert_runtime_include(ctx)

@@ -70,7 +70,8 @@ def rename_identifiers(ctx: ConversionContext) -> None:
         elif target != name:
             ctx.convert(starts[i], ends[i], target.encode(), name, rule.family)
             added = rule.versions.get("roc_added" if roc and rule.roc else "hip_added")
-            if added and parse_version(added)[:2] > target_rocm and not _installed_has(target, target_rocm):
+            if added and parse_version(added)[:2] > target_rocm and not _installed_has(target, target_rocm) \
+                    and f"shim:{target}" not in ctx.once:
                 ctx.finding("needs-newer-rocm", "warning", starts[i],
                              f"`{target}` needs ROCm {added} or newer (targeting "
                              f"{'.'.join(map(str, target_rocm))}); it is renamed anyway", subject=name)

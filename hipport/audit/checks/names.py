@@ -14,6 +14,29 @@ _DECL_WORDS = {b"__device__", b"__host__", b"__forceinline__", b"inline", b"stat
                b">"}
 
 
+# A definition under a test of the HIP release is a stand-in for releases that lack the built-in (hipport's own
+# `HIPPORT_SHIM_` blocks, or the project's): it cannot collide where HIP has the name.
+_RELEASE_TESTS = (b"HIP_VERSION", b"HIPPORT_SHIM_")
+
+
+def _release_guarded(ctx: Context) -> list[tuple[int, int]]:
+    """Token ranges inside `#if` blocks whose condition tests the HIP release."""
+    ranges, stack = [], []
+    for d in ctx.structure.directives:
+        if d.name in (b"if", b"ifdef", b"ifndef"):
+            stack.append((d.last, any(t in ctx.src[d.start:d.end] for t in _RELEASE_TESTS)))
+        elif d.name in (b"elif", b"else") and stack:
+            start, guarded = stack.pop()
+            if guarded:
+                ranges.append((start, d.first))
+            stack.append((d.last, False))
+        elif d.name == b"endif" and stack:
+            start, guarded = stack.pop()
+            if guarded:
+                ranges.append((start, d.first))
+    return ranges
+
+
 def check(ctx: Context) -> None:
     if RULE not in ctx.hazards or not (ctx.words & _BUILTINS):
         return
@@ -21,8 +44,13 @@ def check(ctx: Context) -> None:
         if name in _BUILTINS:
             ctx.report(RULE, d.first + 2, f"`#define {name.decode()}` redefines a HIP built-in and rewrites HIP's "
                        f"own headers too; remove it or rename it", subject=name.decode())
+    guarded = None
     for i in range(ctx.n - 1):
         if ctx.kinds[i] != IDENT or ctx.text[i] not in _BUILTINS or ctx.in_directive[i] or ctx.device[i]:
+            continue
+        if guarded is None:
+            guarded = _release_guarded(ctx)
+        if any(a <= i < b for a, b in guarded):
             continue
         prev = ctx.prev_code(i)
         if ctx.t(prev) in (b".", b"->", b"::") or ctx.kinds[prev] not in (IDENT, KEYWORD) and ctx.t(prev) != b">":

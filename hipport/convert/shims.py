@@ -1,0 +1,151 @@
+"""Stand-in definitions for names the targeted ROCm release lacks (rules/shims.toml).
+
+`__syncwarp` arrived in ROCm 7.0 and `hipsparseGetErrorString` in 6.0: renamed code that calls them does not
+build with an older release, and each such file is a program the user must debug by hand. Where a stand-in is
+known to be right, it is written once into the file, before the top-level declaration that first needs it, under
+the guard of rules/shims.toml (false where HIP has the name, so the same output builds with newer releases) and
+under a `HIPPORT_SHIM_<name>` macro, so that a header and the file including it do not define it twice. A file
+that declares the name itself is left alone, which also makes a second run change nothing.
+"""
+
+from __future__ import annotations
+
+import bisect
+
+from hipport.convert.context import ConversionContext
+from hipport.scan import COMMENT, IDENT
+
+CATEGORY = "shim"
+_OPENERS = {b"if", b"ifdef", b"ifndef"}
+# A name preceded by one of these is called, not declared (`return __syncwarp();`, `x ? f() : __syncwarp()`).
+# `*`, `&`, `<` and `>` are left out: `char *f(`, `T &f(`, `vector<int> f(` are declarations.
+_CALL_PRECEDERS = {b";", b"{", b"}", b"(", b",", b"?", b":", b"=", b"return", b"else", b"do", b"&&", b"||", b"!",
+                   b")", b"==", b"!=", b"+", b"-", b"<<", b"::"}
+
+
+def add_shims(ctx: ConversionContext) -> None:
+    shims = ctx.semantic.shims or {}
+    target = ctx.options.rocm_version
+    for name, shim in shims.items():
+        if target[:2] >= shim.hip_from[:2] or not any(c.encode() in ctx.src for c in shim.cuda):
+            continue
+        uses, declared = _uses(ctx, {c.encode() for c in shim.cuda} | {name.encode()})
+        if declared or not uses or f"HIPPORT_SHIM_{name}".encode() in ctx.src:
+            continue
+        in_code = [i for i in uses if not ctx.structure.in_directive[i]]
+        first = in_code[0] if in_code else uses[0]
+        at = _insertion_point(ctx, first)
+        nl = ctx.newline()
+        macro = f"HIPPORT_SHIM_{name}"
+        body = shim.code.strip("\n").replace("\n", nl.decode())
+        text = (f"#if !defined({macro}) && {shim.guard}{nl.decode()}#define {macro}{nl.decode()}"
+                f"// hipport: HIP has `{name}` from ROCm {_v(shim.hip_from)}; this stands in for it before"
+                f"{nl.decode()}{body}{nl.decode()}#endif{nl.decode()}").encode()
+        ctx.convert(at, at, text, name, CATEGORY)
+        ctx.once.add(f"shim:{name}")
+        ctx.finding("shim-added", "info", ctx.tokens.starts[first],
+                    f"`{name}` is not in HIP before ROCm {_v(shim.hip_from)} (targeting {_v(target)}): hipport "
+                    f"defined it in this file, under `#if {shim.guard}`; {shim.note}", subject=name)
+
+
+def _uses(ctx: ConversionContext, names: set) -> tuple[list[int], bool]:
+    """Token indices where one of ``names`` is called (in code or in a macro body), and whether the file declares
+    one of them itself (a function or a macro of that name)."""
+    tokens, kinds, structure = ctx.tokens, ctx.tokens.kinds, ctx.structure
+    firsts = [d.first for d in structure.directives]
+    uses, declared = [], False
+    n = len(tokens)
+    for i in range(n):
+        if kinds[i] != IDENT or ctx.skip[i] or tokens.text(i) not in names:
+            continue
+        if structure.in_directive[i]:
+            d = structure.directives[bisect.bisect_right(firsts, i) - 1]
+            if d.name != b"define":
+                continue
+            macro_name = _next_code(ctx, d.first + 1, d.last)
+            macro_name = _next_code(ctx, macro_name + 1, d.last) if macro_name is not None else None
+            if macro_name == i:
+                declared = True
+            elif _next_code(ctx, i + 1, d.last) is not None and tokens.text(_next_code(ctx, i + 1, d.last)) == b"(":
+                uses.append(i)
+            continue
+        j = _next_code(ctx, i + 1, n)
+        if j is None or tokens.text(j) != b"(":
+            continue
+        k = i - 1
+        while k >= 0 and kinds[k] == COMMENT:
+            k -= 1
+        prev = tokens.text(k) if k >= 0 and not structure.in_directive[k] else b";"
+        if prev in _CALL_PRECEDERS:
+            uses.append(i)
+        else:
+            declared = True  # `void __syncwarp(...)`, `inline const char *hipsparseGetErrorString(...)`
+    return uses, declared
+
+
+def _next_code(ctx: ConversionContext, i: int, limit: int) -> int | None:
+    kinds = ctx.tokens.kinds
+    while i < limit and kinds[i] == COMMENT:
+        i += 1
+    return i if i < limit else None
+
+
+def _insertion_point(ctx: ConversionContext, first: int) -> int:
+    """The byte offset of the line start before the top-level declaration holding token ``first``: after the
+    last `;`, `}` or directive that ends at brace depth 0 outside any conditional block before it."""
+    tokens, kinds, structure = ctx.tokens, ctx.tokens.kinds, ctx.structure
+    directives = {d.first: d for d in structure.directives}
+    guard_block = structure.guard_block
+    point = _top(ctx)
+    braces = conds = 0
+    i = 0
+    while i < first:
+        d = directives.get(i)
+        if d is not None:
+            opens = d.name in _OPENERS and not (guard_block is not None and _opens_guard(structure, d))
+            if opens:
+                conds += 1
+            elif d.name == b"endif" and conds:
+                conds -= 1
+            if braces == 0 and conds == 0 and not opens and d.end <= tokens.starts[first]:
+                point = max(point, d.end)
+            i = max(d.last, i + 1)
+            continue
+        if kinds[i] != COMMENT and not structure.in_directive[i]:
+            t = tokens.text(i)
+            if t == b"{":
+                braces += 1
+            elif t == b"}":
+                braces = max(0, braces - 1)
+            if braces == 0 and conds == 0 and t in (b";", b"}"):
+                after = ctx.lines.line_end(tokens.starts[i])
+                nxt = after + 1 if after != -1 else len(ctx.src)
+                if nxt <= tokens.starts[first] and (i + 1 >= len(tokens) or tokens.starts[i + 1] >= nxt
+                                                   or kinds[i + 1] == COMMENT):
+                    point = max(point, nxt)
+        i += 1
+    return point
+
+
+def _opens_guard(structure, d) -> bool:
+    """Whether directive ``d`` is the `#ifndef` of the include guard (its block is not nesting)."""
+    g = structure.guard
+    return g is not None and g.name == b"define" and d.first < g.first and not d.block
+
+
+def _top(ctx: ConversionContext) -> int:
+    """Where the runtime include goes in a file without one: after the guard and the leading comments."""
+    guard = ctx.structure.guard
+    kinds = ctx.tokens.kinds
+    start = guard.last if guard is not None else 0
+    first = next((i for i in range(start, len(ctx.tokens)) if kinds[i] != COMMENT), None)
+    if first is None:
+        return len(ctx.src)
+    at = ctx.lines.line_start(ctx.tokens.starts[first])
+    if first > 0 and ctx.tokens.ends[first - 1] > at:
+        at = ctx.tokens.starts[first]
+    return at
+
+
+def _v(version: tuple) -> str:
+    return ".".join(map(str, version[:2]))
