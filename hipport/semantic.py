@@ -121,6 +121,7 @@ class Legacy:
     """A library's legacy API (rules/calls.toml `[legacy.LIB]`): in a file that includes `header` and none of
     `unless`, a name that also exists with `suffix` appended is the legacy function, kept and reported."""
     header: str
+    converted: tuple     # the headers `header` becomes: a file converted before keeps the legacy names too
     unless: tuple
     suffix: str
     note: str
@@ -130,13 +131,15 @@ class Legacy:
 def _legacy(path, data) -> dict:
     out = {}
     for lib, e in _table(path, data, "legacy").items():
-        if not isinstance(e, dict) or set(e) - {"header", "unless", "suffix", "note", "source"}:
-            raise RuleError(f"{path}: `[legacy.{lib}]` takes `header`, `unless`, `suffix`, `note` and `source`")
-        unless = e.get("unless", [])
-        if not isinstance(unless, list) or not all(isinstance(u, str) and u for u in unless):
-            raise RuleError(f"{path}: `[legacy.{lib}]` `unless` must be a list of header names")
+        if not isinstance(e, dict) or set(e) - {"header", "converted", "unless", "suffix", "note", "source"}:
+            raise RuleError(f"{path}: `[legacy.{lib}]` takes `header`, `converted`, `unless`, `suffix`, `note` and "
+                            "`source`")
+        lists = {k: e.get(k, []) for k in ("converted", "unless")}
+        if not all(isinstance(v, list) and all(isinstance(h, str) and h for h in v) for v in lists.values()):
+            raise RuleError(f"{path}: `[legacy.{lib}]` `converted` and `unless` must be lists of header names")
         s = {k: _str(path, f"legacy.{lib}", k, e.get(k)) for k in ("header", "suffix", "note", "source")}
-        out[lib] = Legacy(s["header"], tuple(unless), s["suffix"], s["note"], s["source"])
+        out[lib] = Legacy(s["header"], tuple(lists["converted"]), tuple(lists["unless"]), s["suffix"], s["note"],
+                          s["source"])
     return out
 
 

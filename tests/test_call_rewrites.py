@@ -5,7 +5,7 @@ import pytest
 
 from hipport.convert import ConvertOptions, convert_source
 from hipport.rules import RuleError
-from hipport.semantic import _roc, _rewrites, load_semantic
+from hipport.semantic import _legacy, _roc, _rewrites, load_semantic
 
 ROC = ConvertOptions(roc=True, rocm_version=(6, 2))
 
@@ -119,10 +119,10 @@ def test_miopen_calls_hipport_cannot_complete_are_renamed_and_reported(rules):
     assert "miopenGetDropoutDescriptor(d, h, &p, &s, &seed);" in text
     assert "miopenSetCTCLossDescriptor(c, miopenFloat);" in text
     assert "miopenGetRNNDescriptor_V2(h, r, &a, &b, &c, &d, &e, &f, &g, &t);" in text
-    assert findings == [("call-rewrite-note", 3), ("call-rewrite-note", 4), ("call-rewrite-note", 5)]
+    assert findings == [("call-not-rewritten", 3), ("call-not-rewritten", 4), ("call-not-rewritten", 5)]
     # without --roc cuDNN stays cuDNN (no MIOpen arguments to miss), so nothing is said about the arguments
     _, findings = run(rules, src, ConvertOptions(rocm_version=(6, 2)))
-    assert "call-rewrite-note" not in {rule for rule, _ in findings}
+    assert "call-not-rewritten" not in {rule for rule, _ in findings}
 
 
 def test_miopen_dropout_values_are_written_once(rules):
@@ -130,3 +130,25 @@ def test_miopen_dropout_values_are_written_once(rules):
     text, findings = run(rules, src)
     assert "miopenSetDropoutDescriptor(d, h, 0.5f, s, n, seed, false, false, MIOPEN_RNG_PSEUDO_XORWOW);" in text
     assert not findings
+
+
+@pytest.mark.parametrize("headers, kept", [
+    (["cublas.h"], True),
+    (["cublas_v2.h"], False),
+    (["cublas.h", "cublas_v2.h"], False),  # cublas_v2.h makes the names the _v2 functions
+    ([], False),                           # nothing says which API: the current one, as before
+])
+def test_legacy_cublas_names_are_kept_only_where_the_file_includes_the_legacy_header_alone(rules, headers, kept):
+    src = "".join(f"#include <{h}>\n" for h in headers) + "void f(float *x) { cublasSscal(8, 2.0f, x, 1); cublasSetMatrix(1, 1, 4, x, 1, x, 1); }\n"
+    for options in (ConvertOptions(rocm_version=(6, 2)), ROC):
+        text, findings = run(rules, src, options)
+        assert ("cublasSscal(8, 2.0f, x, 1);" in text) == kept
+        assert "cublasSetMatrix" not in text  # the same function in both APIs: renamed
+        assert (("legacy-api", len(headers) + 1) in findings) == kept
+
+
+def test_malformed_legacy_tables_stop_with_one_line():
+    with pytest.raises(RuleError, match="takes `header`, `converted`"):
+        _legacy("calls.toml", {"legacy": {"cublas": {"header": "cublas.h", "color": "red"}}})
+    with pytest.raises(RuleError, match="must be lists of header names"):
+        _legacy("calls.toml", {"legacy": {"cublas": {"header": "cublas.h", "unless": "cublas_v2.h"}}})

@@ -32,7 +32,8 @@ from hipport.semantic import load_semantic  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 HIPIFY_PERL = ROOT.parent / "shared" / "hipify-perl" / "hipify-perl"
-PARITY_FIXTURES = ["calls", "launch", "rocsparse", "rocsparse6", "rocblas", "rocrand", "miopen", "miopen-dropout"]
+PARITY_FIXTURES = ["calls", "launch", "rocsparse", "rocsparse6", "rocblas", "rocrand", "miopen", "miopen-dropout",
+                   "cublas-legacy"]
 
 # Why hipport's text differs from hipify-perl's (the first reason whose test matches a block is given).
 R_RUNTIME = ("hipify-perl puts `#include \"hip/hip_runtime.h\"` first in every file and keeps the converted <cuda.h> "
@@ -46,6 +47,9 @@ R_ROC_TYPE = ("--roc type of the file's library (rules/roc.toml): rocSPARSE's ow
               "rocSPARSE code, csrsv2Info_t as rocsparse_mat_info, cuRAND's XORWOW state as rocrand_state_xorwow")
 R_NO_CAST = ("no kernel cast: HIP's C++ templates take the kernel as it is (hipify-clang writes none either); "
              "hipify-perl casts it to const void*")
+R_LEGACY = ("legacy cuBLAS (cublas.h without cublas_v2.h): hipport keeps the handle-less call and reports it "
+            "(legacy-api), as hipify-clang keeps it (HIPIFY's cublas_v1.cu); hipify-perl renames it into a hipBLAS call "
+            "with the legacy arguments, which does not compile")
 R_ADDRESS = ("HIP_SYMBOL(&sym): HIP declares the graph memcpy-symbol functions with a non-template `const void*`, "
              "and HIP_SYMBOL(x) is plain x on AMD; hipify writes HIP_SYMBOL(sym), which compiles for arrays only")
 
@@ -115,6 +119,9 @@ def _reason(perl: list[str], ours: list[str], context: str, reasons: dict[str, s
         return R_LAUNCH
     if any("HIP_SYMBOL(&" in x for x in ours):
         return R_ADDRESS
+    if any(re.search(r"\bcublas[A-Z]\w*\s*\(", x) for x in ours) and \
+            not any(re.search(r"\bcublas[A-Z]\w*\s*\(", x) for x in perl):
+        return R_LEGACY
     for name in re.findall(r"\b(\w+)\s*\(", context):
         if name in reasons:
             return reasons[name]

@@ -62,6 +62,14 @@ CONVERT_RULES = {
                           "The call's arguments were rewritten the way hipify-clang does, but something is left to "
                           "a person: a dropped argument that was not null, a buffer the ROC library needs from an "
                           "earlier step, a buffer size that must be declared `size_t` (see the message)."),
+    "call-not-rewritten": ("warning", "A call renamed whose HIP or ROC form needs arguments hipport cannot supply",
+                           "The function was renamed, but its HIP or ROC counterpart takes outputs or values the CUDA "
+                           "call does not have and hipport cannot make up (rules/calls.toml, `ops = []`): the call "
+                           "does not compile until they are added by hand, as the message says."),
+    "legacy-api": ("warning", "A legacy library call left as it is",
+                   "The file includes a library's legacy header only (`cublas.h` without `cublas_v2.h`), so this name "
+                   "is the legacy function, which the HIP and ROC libraries do not have. It is not renamed; port the "
+                   "call to the current API (the message says how) and convert again."),
     "roc-name-kept": ("info", "A CUDA type left as it is under --roc where the ROC type would break device code",
                       "hipify writes the ROC library's type (`rocblas_half`) for this name under --roc; in a file "
                       "with device code that type has no arithmetic, so the name stays and only the pointers passed "
