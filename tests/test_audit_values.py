@@ -219,14 +219,16 @@ def test_header_masks_kernels_and_unknown_wrappers_follow_the_annotations():
     by_line = {f.line: f for f in findings}
     assert "(defined at warp_common.cuh:4)" in by_line[6].message
     assert by_line[12].confidence == "low" and by_line[12].severity == "warning"  # a guess: the wrapper is unseen
-    assert "(defined at warp_common.cuh:8)" in by_line[18].message
+    assert "(defined at warp_common.cuh:18)" in by_line[13].message  # the width defaults to 32 there
+    assert "(defined at warp_common.cuh:8)" in by_line[20].message
 
 
 def test_without_the_header_the_mask_macro_and_the_kernel_are_unknown(tmp_path):
     lone = tmp_path / "warp_launch.cu"
     shutil.copy(FIXTURES / "warp_launch.cu", lone)
     found = {(f.line, f.rule_id) for f in audit_source(lone.read_bytes(), str(lone), AuditOptions(rocm_version=(7, 0)))}
-    assert (6, "warp-mask-32bit") not in found and (18, "launch-warps-32") not in found
+    assert (6, "warp-mask-32bit") not in found and (20, "launch-warps-32") not in found
+    assert (13, "warp-loop-32") not in found
 
 
 def test_a_mask_macro_is_reported_at_each_call_and_fixed_at_its_definition():

@@ -40,6 +40,7 @@ class Helper:
     width_params: tuple[int, ...] = ()  # positions of parameters used as a shuffle width or shuffle-loop bound
     width_tparams: tuple[int, ...] = () # the same for template parameters
     reads_warp_size: bool = False       # a kernel that reads `warpSize`: its launches must not count lanes in 32s
+    default_32: int = -1                # position of a width template parameter that defaults to 32
 
 
 def _mask_params(ctx: Context, fn) -> tuple[int, ...]:
@@ -105,13 +106,41 @@ def summarise(ctx: Context, findings: list[Finding], label: str) -> dict[str, He
             continue
         line = ctx.lines.line_col(ctx.starts[fn.name_index])[0]
         best = min(inside, key=lambda f: (LANE_RULES.index(f.rule_id), f.line)) if inside else None
+        default_32 = _report_default_32(ctx, fn, width_tparams)
         out[fn.name] = Helper(fn.name, f"{label}:{line}", best.rule_id if best else "", best.message if best else "",
-                              masks, width_params, width_tparams, reads)
+                              masks, width_params, width_tparams, reads, default_32)
     for name, masks in _macro_wrappers(ctx).items():
         d = ctx.macros[name]
         line = ctx.lines.line_col(ctx.starts[d.first])[0]
         out.setdefault(name.decode("latin-1"), Helper(name.decode("latin-1"), f"{label}:{line}", "", "", masks))
     return out
+
+
+def _report_default_32(ctx: Context, fn, width_tparams: tuple[int, ...]) -> int:
+    """`template <typename T, int W = 32>` where `W` is the width a helper shuffles with: every call that leaves it
+    out works on 32-lane halves of a 64-lane wavefront. Reported at the default; returns the parameter's position."""
+    if not width_tparams or _WIDTH_RULE not in ctx.hazards:
+        return -1
+    k, floor = fn.name_index, max(0, fn.name_index - 120)
+    while k > floor and ctx.text[k] != b"template":
+        if ctx.text[k] in (b";", b"{", b"}") and not ctx.in_directive[k]:
+            return -1
+        k -= 1
+    if ctx.text[k] != b"template" or ctx.t(ctx.next_code(k)) != b"<":
+        return -1
+    split = split_template_args(ctx, ctx.next_code(k))
+    if split is None:
+        return -1
+    for pos, (a, b) in enumerate(split[0]):
+        code = [m for m in range(a, b) if ctx.kinds[m] != COMMENT]
+        if pos in width_tparams and len(code) >= 3 and ctx.text[code[-2]] == b"=" and \
+                int_value(ctx.text[code[-1]]) == 32:
+            ctx.report(_WIDTH_RULE, code[-1], f"`{ctx.text[code[-3]].decode('latin-1')}` defaults to 32 and "
+                       f"`{fn.name}` shuffles with it: every call that leaves it out works on 32-lane halves of a "
+                       f"64-lane wavefront (pass the wavefront size chosen on the host, or default to 64 where "
+                       f"only wave64 is built)", confidence="medium", subject=fn.name, severity="warning")
+            return pos
+    return -1
 
 
 def _macro_wrappers(ctx: Context) -> dict[bytes, tuple[int, ...]]:
@@ -183,6 +212,13 @@ def report_calls(ctx: Context, helpers: dict[str, Helper], *, local: bool,
         if name in own:
             continue
         _check_width_args(ctx, i, helper, kind, targs, args)
+        if not local and helper.default_32 >= 0 and len(targs) <= helper.default_32 and kind == "call":
+            line = ctx.lines.line_col(ctx.starts[i])[0]
+            if (line, name) not in seen:
+                seen.add((line, name))
+                ctx.report(_WIDTH_RULE, i, f"`{name}` (defined at {helper.where}) shuffles with a width that "
+                           f"defaults to 32, and this call leaves it out: on a 64-lane wavefront it works on 32-lane "
+                           f"halves", confidence="medium", subject=name, severity="warning")
         if kind == "launch":
             if helper.reads_warp_size:
                 _check_launch_config(ctx, i, helper, config)

@@ -139,23 +139,42 @@ def _check_shuffle_call(ctx: Context, i: int, loops: list[tuple[int, int]]) -> N
 
 
 def _check_lane_arrays(ctx: Context) -> None:
-    """`__shared__ T a[32]` written at `a[lane]`: per-lane storage for only 32 lanes."""
+    """`__shared__ T a[32]` (or a dimension of 32 in `a[W][32]`) written at `a[lane]` / `a[w][lane]`: per-lane
+    storage for only 32 lanes."""
     for i in range(ctx.n - 4):
         if ctx.text[i] != b"__shared__" or ctx.in_directive[i]:
             continue
         k = i
         while k < ctx.n and ctx.text[k] not in (b"[", b";", b"="):
             k += 1
-        if ctx.t(k) != b"[" or ctx.match(k) != k + 2 or int_value(ctx.text[k + 1]) != 32:
+        if ctx.t(k) != b"[":
             continue
         name = ctx.text[ctx.prev_code(k)]
+        dims = []  # index of the literal 32 of each dimension, or None
+        b = k
+        while ctx.t(b) == b"[" and ctx.match(b) > b:
+            dims.append(b + 1 if ctx.match(b) == b + 2 and int_value(ctx.text[b + 1]) == 32 else None)
+            b = ctx.match(b) + 1
+        if not any(d is not None for d in dims):
+            continue
         fn = ctx.function_at(i)
         lo, hi = fn.body if fn else (k, ctx.n)
-        for m in range(k + 3, hi):
-            if ctx.text[m] == name and ctx.t(m + 1) == b"[" and ctx.match(m + 1) > m:
-                close = ctx.match(m + 1)
-                if ctx.t(close + 1) == b"=" and is_lane_like(ctx, m + 2, close):
-                    ctx.report(RULE, k + 1, f"`{name.decode()}[32]` is written per lane "
-                               f"(`{ctx.span_text(m, close + 1).decode()}`), and a 64-lane wavefront has lanes up "
-                               f"to 63 (size it 64)", edits=[ctx.edit(k + 1, "64")], subject="[32]")
+        done = False
+        for m in range(b, hi):
+            if done:
+                break
+            if ctx.text[m] != name or ctx.t(m + 1) != b"[" or ctx.t(ctx.prev_code(m)) in (b".", b"->"):
+                continue
+            subs, e = [], m + 1
+            while ctx.t(e) == b"[" and ctx.match(e) > e:
+                subs.append((e + 1, ctx.match(e)))
+                e = ctx.match(e) + 1
+            if ctx.t(e) != b"=" or len(subs) != len(dims):
+                continue
+            for d, (a, z) in zip(dims, subs):
+                if d is not None and is_lane_like(ctx, a, z):
+                    ctx.report(RULE, d, f"`{name.decode()}` has a dimension of 32 written per lane "
+                               f"(`{ctx.span_text(m, e).decode()}`), and a 64-lane wavefront has lanes up "
+                               f"to 63 (size it 64)", edits=[ctx.edit(d, "64")], subject="[32]")
+                    done = True
                     break
