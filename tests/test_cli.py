@@ -52,7 +52,8 @@ def test_in_place_converts_tree_and_skips_git_and_non_sources(tree):
     assert r.returncode == 0, r.stderr
     assert (tree / "src" / "k.cu").read_bytes() == HIP
     assert (tree / "src" / "plain.cpp").read_bytes() == PLAIN
-    assert (tree / "include" / "h.cuh").read_bytes() == b"#pragma once\nhipStream_t s;\n"
+    # a header using the runtime gets its include: nvcc gave every .cu file including it cuda_runtime.h
+    assert (tree / "include" / "h.cuh").read_bytes() == b"#pragma once\n#include <hip/hip_runtime.h>\nhipStream_t s;\n"
     assert (tree / ".git" / "x.cu").read_bytes() == CUDA
     assert (tree / "src" / "notes.txt").read_bytes() == b"cudaMalloc"
     assert b"4 files scanned, 3 changed" in r.stderr

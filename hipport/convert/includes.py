@@ -95,14 +95,16 @@ def _scan_device_code(ctx: ConversionContext) -> bool:
     return False
 
 
-# nvcc includes cuda_runtime.h in every .cu file it compiles; hipcc includes no HIP runtime header.
-_IMPLICIT_RUNTIME_SUFFIXES = (".cu",)
+# nvcc includes cuda_runtime.h in every .cu file it compiles, so the headers those files include may use the runtime
+# without including it; hipcc includes no HIP runtime header. Host sources (.cpp, .c), compiled by a host compiler,
+# had to include it themselves.
+_IMPLICIT_RUNTIME_SUFFIXES = (".cu", ".cuh", ".h", ".hpp", ".hh", ".hxx", ".inl", ".inc")
 _RUNTIME_CATEGORIES = frozenset({"runtime", "driver"})
 
 
 def insert_runtime_include(ctx: ConversionContext) -> None:
-    """`#include <hip/hip_runtime.h>` in a file with device code, or in a .cu file that calls the runtime or driver
-    API without including it (nvcc includes cuda_runtime.h in every .cu file itself)."""
+    """`#include <hip/hip_runtime.h>` in a file with device code, or in a .cu file or header that uses the runtime or
+    driver API without including it (nvcc includes cuda_runtime.h in every .cu file itself)."""
     if ctx.has_runtime:
         return
     if not has_device_code(ctx) and not (
