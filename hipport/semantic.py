@@ -43,6 +43,7 @@ class Rewrite:
     note: str = ""       # reported (call-rewrite-note) wherever the rewrite is made
     source: str = ""     # where the facts come from
     differs: str = ""    # where hipport writes something else than hipify-clang, and why
+    incomplete: bool = False  # the rewritten call still lacks arguments: reported as call-not-rewritten
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,7 +153,8 @@ def _rewrites(path, data) -> dict:
         where = f"{path}: `[[rewrite]]` #{n}"
         if not isinstance(e, dict):
             raise RuleError(f"{where} must be a table")
-        unknown = set(e) - {"names", "mode", "args", "ops", "rocm_min", "rocm_before", "note", "source", "differs"}
+        unknown = set(e) - {"names", "mode", "args", "ops", "rocm_min", "rocm_before", "note", "source", "differs",
+                            "incomplete"}
         if unknown:
             raise RuleError(f"{where} has unknown key `{sorted(unknown)[0]}`")
         names = e.get("names")
@@ -166,6 +168,8 @@ def _rewrites(path, data) -> dict:
             raise RuleError(f"{where}: `args` must be a non-negative integer")
         ops = e.get("ops")
         # An empty list is a call hipport cannot rewrite: it must then say why, at each use (`note`).
+        if not isinstance(e.get("incomplete", False), bool) or e.get("incomplete") and not e.get("note"):
+            raise RuleError(f"{where}: `incomplete = true` needs a `note` saying what the call still lacks")
         if not isinstance(ops, list) or not ops and not e.get("note"):
             raise RuleError(f"{where} needs `ops`, a list of argument changes (empty only with a `note`)")
         parsed = []
@@ -198,7 +202,7 @@ def _rewrites(path, data) -> dict:
         rewrite = Rewrite(tuple(names), mode, args, tuple(parsed),
                           _version(path, "rocm_min", e["rocm_min"]) if "rocm_min" in e else None,
                           _version(path, "rocm_before", e["rocm_before"]) if "rocm_before" in e else None,
-                          e.get("note", ""), e.get("source", ""), e.get("differs", ""))
+                          e.get("note", ""), e.get("source", ""), e.get("differs", ""), e.get("incomplete", False))
         for name in names:
             out.setdefault(name, []).append(rewrite)
     return {k: tuple(v) for k, v in out.items()}

@@ -87,6 +87,7 @@ def test_no_space_before_the_parenthesis_of_an_argumentless_launch_but_comments_
     ({"names": ["f"], "ops": [{"remove": 1}], "rocm_min": "six"}, "must be a version"),
     ({"names": ["f"], "ops": [{"remove": 1}], "color": "red"}, "unknown key `color`"),
     ({"names": ["f"], "ops": []}, "empty only with a `note`"),
+    ({"names": ["f"], "ops": [{"remove": 1}], "incomplete": True}, "needs a `note`"),
 ])
 def test_malformed_rewrites_stop_with_one_line(entry, message):
     with pytest.raises(RuleError) as err:
@@ -152,3 +153,9 @@ def test_malformed_legacy_tables_stop_with_one_line():
         _legacy("calls.toml", {"legacy": {"cublas": {"header": "cublas.h", "color": "red"}}})
     with pytest.raises(RuleError, match="must be lists of header names"):
         _legacy("calls.toml", {"legacy": {"cublas": {"header": "cublas.h", "unless": "cublas_v2.h"}}})
+
+
+def test_an_incomplete_rewrite_is_reported_as_not_rewritten(rules):
+    text, findings = run(rules, "#include <cudnn.h>\nvoid f() { cudnnGetRNNDescriptor_v6(h, r, &a, &b, &c, &d, &e, &f, &g, &t); }\n")
+    assert "miopenGetRNNDescriptor_V2(r, &a, &b, &c, &d, &e, &f, &g, &t);" in text
+    assert findings == [("call-not-rewritten", 2)]

@@ -179,7 +179,8 @@ def _rewrite_arguments(conv: "ConversionContext", i: int, name: str, args: list[
         else:
             conv.edits_only(a, b, new)
     if chosen.note:
-        conv.finding("call-rewrite-note" if chosen.ops else "call-not-rewritten", "warning", start,
+        unfinished = not chosen.ops or chosen.incomplete
+        conv.finding("call-not-rewritten" if unfinished else "call-rewrite-note", "warning", start,
                      f"`{name}`: {chosen.note}", subject=name)
 
 
