@@ -1,6 +1,6 @@
 """Score hipport and hipify-perl against HIPIFY's own unit tests (the `// CHECK:` lines of tests/unit_tests/).
 
-    python benchmarks/hipify_unit_tests.py DIR [--hipify-perl PATH] [--rocm-version X.Y] [--show]
+    python benchmarks/hipify_unit_tests.py DIR [--hipify-perl PATH] [--rocm-version X.Y] [--code DIR] [--show]
 
 DIR holds test files of ROCm/HIPIFY's tests/unit_tests/ (any sub-folders; fetch them yourself, this repository
 keeps no copy). Each `.cu`/`.cpp` file with a `// RUN:` line is converted twice, with the options its RUN line asks
@@ -16,6 +16,7 @@ lines are not scored.
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import shutil
 import subprocess
@@ -69,10 +70,11 @@ class Score:
     perl: list[bool] = field(default_factory=list)
 
 
-def run_hipport(path: Path, roc: bool, launch: bool, rocm: str) -> str:
+def run_hipport(path: Path, roc: bool, launch: bool, rocm: str, code: Path) -> str:
     cmd = [sys.executable, "-m", "hipport", "convert", "--stdout", "--no-cache", "--no-hipify-perl",
            "--rocm-version", rocm] + (["--roc"] if roc else []) + (["--launch-syntax", "hip"] if launch else [])
-    r = subprocess.run([*cmd, str(path)], capture_output=True, text=True, cwd=ROOT)
+    env = {**os.environ, "PYTHONPATH": str(code)}
+    r = subprocess.run([*cmd, str(path)], capture_output=True, text=True, cwd=code, env=env)
     return r.stdout if r.returncode in (0, 1) or r.stdout else ""
 
 
@@ -84,7 +86,7 @@ def run_perl(perl: Path, path: Path, roc: bool, launch: bool, tmp: Path) -> str:
     return r.stdout
 
 
-def score(folder: Path, perl: Path, rocm: str) -> list[Score]:
+def score(folder: Path, perl: Path, rocm: str, code: Path = ROOT) -> list[Score]:
     scores = []
     files = sorted(p for p in folder.rglob("*") if p.suffix in (".cu", ".cpp") and p.is_file())
     with tempfile.TemporaryDirectory(prefix="hipify-ut-") as tmp:
@@ -97,7 +99,7 @@ def score(folder: Path, perl: Path, rocm: str) -> list[Score]:
             roc = bool(re.search(r"(?<![\w-])-?-roc\b", run))
             launch = any("hipLaunchKernelGGL" in x for x in expected)
             s = Score(str(path.relative_to(folder)), roc, expected)
-            s.ours = matched(expected, run_hipport(path, roc, launch, rocm))
+            s.ours = matched(expected, run_hipport(path, roc, launch, rocm, code))
             s.perl = matched(expected, run_perl(perl, path, roc, launch, Path(tmp)))
             scores.append(s)
     return scores
@@ -131,11 +133,12 @@ def main(argv=None) -> int:
     ap.add_argument("folder", type=Path, help="folder of HIPIFY unit tests (tests/unit_tests or part of it)")
     ap.add_argument("--hipify-perl", type=Path, default=DEFAULT_PERL, help=f"default: {DEFAULT_PERL}")
     ap.add_argument("--rocm-version", default="6.3", help="ROCm release hipport converts for (default 6.3)")
+    ap.add_argument("--code", type=Path, default=ROOT, help="hipport checkout to measure (default: this one)")
     ap.add_argument("--show", action="store_true", help="list the CHECK lines hipport does not produce")
     args = ap.parse_args(argv)
     if not args.hipify_perl.is_file():
         ap.error(f"no hipify-perl at {args.hipify_perl}")
-    print(report(score(args.folder, args.hipify_perl, args.rocm_version), args.show))
+    print(report(score(args.folder.resolve(), args.hipify_perl, args.rocm_version, args.code.resolve()), args.show))
     return 0
 
 
