@@ -241,3 +241,15 @@ __global__ void k(int* out, int p) {
     found = [f for f in audit_source(src, "k.cu", AuditOptions(rocm_version=(7, 0))) if f.rule_id == "warp-mask-32bit"]
     assert sorted(f.line for f in found) == [1, 3, 4]
     assert [f.line for f in found if f.edits] == [1]
+
+
+def test_a_warp_size_constant_used_for_bitmap_words_is_not_a_lane():
+    src = b"""#define WS 32
+__global__ void k(unsigned* words, int col, float* v) {
+    atomicAnd(&words[col / WS], ~(0x80000000u >> (col % WS)));
+    float x = __shfl_down(v[0], 1);
+    v[threadIdx.x % WS] = x;
+}
+"""
+    lines = {f.line for f in audit_source(src, "k.cu", AuditOptions(rocm_version=(7, 0))) if f.rule_id == "lane-math-32"}
+    assert 3 not in lines and 5 in lines

@@ -43,6 +43,7 @@ def check(ctx: Context) -> None:
     derived: dict[int, set[bytes]] = {fn.body[0]: thread_derived(ctx, fn) for fn in ctx.functions}
     thread_macros = {name for name, d in ctx.macros.items()
                      if any(ctx.text[k] in THREAD_INDEX | LANE_FUNCS for k in range(d.first, d.last))}
+    bitsets = _bitset_operands(ctx)
     for i in range(ctx.n - 1):
         if ctx.kinds[i] != LITERAL:
             continue
@@ -80,6 +81,8 @@ def check(ctx: Context) -> None:
             continue  # `x / 32.f` on data is arithmetic; only `blockDim.x / 32.f` is surely a warp count
         if _bank_padding(ctx, lo, op):
             continue
+        if fn is not None and (fn.body[0], ctx.span_text(lo, op)) in bitsets:
+            continue  # bit `i % 32` of word `i / 32`: a bitmap of 32-bit words, whatever the warp size
         where = const_context(ctx, i)
         if where in ("static_assert", "__launch_bounds__") or (where == "array bound" and kind == "warp"):
             continue  # sizing by 32 lanes over-allocates on wave64: safe
@@ -137,6 +140,41 @@ def _fix(ctx: Context, lo: int, op: int, lit: int, after: int, replacement: str)
     if optext == b"&":
         return "& (warpSize - 1)"  # keeps `&`'s precedence
     return None
+
+
+_BIT = {(b"&", 31), (b"%", 32)}
+_WORD = {(b">>", 5), (b"/", 32)}
+
+
+def _bitset_operands(ctx: Context) -> set[tuple[int, bytes]]:
+    """(function body start, operand text) for each `x` that a function uses both as a bit number, shifting by
+    `x & 31` / `x % 32`, and as a word number, indexing with `[x >> 5]` / `[x / 32]`: bitmap arithmetic on 32-bit
+    words (`bits[i >> 5] |= 1u << (i & 31)`), which the wavefront size does not change."""
+    bit: set[tuple[int, bytes]] = set()
+    word: set[tuple[int, bytes]] = set()
+    for i in range(1, ctx.n):
+        if ctx.kinds[i] != LITERAL or not ctx.device[i]:
+            continue
+        op = ctx.prev_code(i)
+        key = (ctx.t(op), int_value(ctx.text[i]))
+        if key not in _BIT and key not in _WORD:
+            continue
+        fn = ctx.function_at(i)
+        if fn is None:
+            continue
+        lo = operand_before(ctx, op)
+        if any(ctx.text[k] in THREAD_INDEX or ctx.text[k] in LANE_FUNCS for k in range(lo, op)):
+            continue  # `1u << (threadIdx.x & 31)` is a lane bit: the hazard itself
+        operand = (fn.body[0], ctx.span_text(lo, op))
+        before = ctx.prev_code(lo)
+        if key in _BIT:
+            if ctx.t(before) == b"(" and ctx.match(before) == ctx.next_code(i):
+                before = ctx.prev_code(before)
+            if ctx.t(before) in (b"<<", b">>"):
+                bit.add(operand)
+        elif ctx.t(before) == b"[" and ctx.match(before) == ctx.next_code(i):
+            word.add(operand)
+    return bit & word
 
 
 def _bank_padding(ctx: Context, lo: int, op: int) -> bool:
@@ -210,6 +248,25 @@ _HARDWARE_WARP = WARP_OPS | {b"__syncwarp", b"tiled_partition", b"thread_block_t
                              b"shfl_xor", b"ballot", b"__popc", b"__ffs"}
 
 
+def _squash(ctx: Context, first: int, last: int) -> bytes:
+    return b"".join(ctx.text[m] for m in range(first, last))
+
+
+def _bit_of_word(ctx: Context, k: int, name: bytes) -> bool:
+    """`x / W` or `x % W` in a statement that also shifts by `(x % W)`: the bit and word of a bitmap of 32-bit words
+    (`atomicAnd(&w[x / W], ~(MSB >> (x % W)))`), not a lane or warp."""
+    op = ctx.prev_code(k)
+    operand = _squash(ctx, operand_before(ctx, op), op)
+    first = statement_start(ctx, k)
+    last = statement_end(ctx, first)
+    for m in range(first, last):
+        if ctx.text[m] in (b"<<", b">>") and ctx.t(ctx.next_code(m)) == b"(":
+            r = ctx.next_code(m)
+            if ctx.match(r) > r and _squash(ctx, r + 1, ctx.match(r)) == operand + b"%" + name:
+                return True
+    return False
+
+
 def _report_uses(ctx: Context, name: bytes, definition: int, where: range) -> None:
     """Each device-code use of a warp-size constant of 32 is a place that computes with 32 lanes: the user reads
     the kernel, not the header line that defines the constant, so say it there too (once per line)."""
@@ -222,6 +279,8 @@ def _report_uses(ctx: Context, name: bytes, definition: int, where: range) -> No
             continue
         before, after = ctx.t(ctx.prev_code(k)), ctx.t(ctx.next_code(k))
         if not (before in _USE_OPERATORS or after in _USE_OPERATORS or (before == b"[" and after == b"]")):
+            continue
+        if before in (b"%", b"/") and _bit_of_word(ctx, k, name):
             continue
         line = ctx.lines.line_col(ctx.starts[k])[0]
         if line in flagged:
