@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from hipport.audit.checks.context import IDENT, KEYWORD, Context
 
 RULE = "hip-name-collision"
@@ -37,6 +39,37 @@ def _release_guarded(ctx: Context) -> list[tuple[int, int]]:
     return ranges
 
 
+_SHUFFLES = {b"__shfl", b"__shfl_up", b"__shfl_down", b"__shfl_xor", b"__shfl_sync", b"__shfl_down_sync",
+             b"__shfl_up_sync", b"__shfl_xor_sync"}
+_VECTOR = re.compile(rb"^(?:u?char|u?short|u?int|u?long|longlong|ulonglong|float|double|__half|half|"
+                     rb"__nv_bfloat16|__hip_bfloat16)[1-4]$")
+
+
+def _vector_overload(ctx: Context, open_: int) -> bool:
+    """A shuffle defined for a vector or struct value (`float4 __shfl_down(float4 v, ...)`): HIP overloads its
+    shuffles for scalars only, so this adds an overload rather than clashing with one."""
+    close = ctx.match(open_)
+    if close < 0:
+        return False
+    structs = {ctx.text[ctx.next_code(k)] for k in range(ctx.n) if ctx.text[k] in (b"struct", b"class")}
+    # the value parameter: the first one, or the second after a `*_sync` mask
+    params, start, depth = [], open_ + 1, 0
+    for k in range(open_ + 1, close + 1):
+        t = ctx.text[k]
+        if t in (b"(", b"<", b"["):
+            depth += 1
+        elif t in (b")", b">", b"]") and k != close:
+            depth -= 1
+        if depth == 0 and (t == b"," or k == close):
+            params.append((start, k))
+            start = k + 1
+    value = 1 if ctx.text[ctx.prev_code(open_)].endswith(b"_sync") else 0
+    if len(params) <= value:
+        return False
+    words = [ctx.text[k] for k in range(*params[value]) if ctx.kinds[k] == IDENT]
+    return any(_VECTOR.match(w) or w in structs for w in words[:-1])
+
+
 def check(ctx: Context) -> None:
     if RULE not in ctx.hazards or not (ctx.words & _BUILTINS):
         return
@@ -58,6 +91,8 @@ def check(ctx: Context) -> None:
         if ctx.t(prev) not in _DECL_WORDS and ctx.kinds[prev] != IDENT:
             continue
         nxt = ctx.t(ctx.next_code(i))
+        if nxt == b"(" and ctx.text[i] in _SHUFFLES and _vector_overload(ctx, ctx.next_code(i)):
+            continue
         if nxt == b"(":
             what = "function"
         elif nxt in (b"=", b";") and ctx.text[i] == b"warpSize":
