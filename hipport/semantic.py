@@ -29,6 +29,7 @@ class ArgOp:
     warn: str = ""       # remove: reported unless the removed argument is a null constant; replace: reported
                          # when the argument is none of `values`
     values: tuple = ()   # replace: (argument text, replacement) pairs tried before `text`
+    cast_as: str = "reinterpret_cast"  # cast: the cast written (`as = "const_cast"` to drop a const the HIP type lacks)
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,7 +114,8 @@ def _version(path, key, value) -> tuple:
 
 _OP_KINDS = {"insert": ("text",), "replace": ("text",), "remove": (), "move": ("to",), "copy": ("to",),
              "cast": ("text",)}
-_OP_KEYS = {"text", "to", "count", "warn", "values"}
+_OP_KEYS = {"text", "to", "count", "warn", "values", "as"}
+_CASTS = ("reinterpret_cast", "const_cast")
 _MODES = ("hip", "roc", "any")
 
 
@@ -194,8 +196,11 @@ def _rewrites(path, data) -> dict:
             if not isinstance(values, dict) or not all(isinstance(v, str) and v for v in values.values()) \
                     or values and kind != "replace":
                 raise RuleError(f"{where}: op `{kind}`: `values` (replace only) maps argument texts to strings")
+            cast_as = op.get("as", "reinterpret_cast")
+            if cast_as not in _CASTS or "as" in op and kind != "cast":
+                raise RuleError(f"{where}: op `{kind}`: `as` (cast only) is one of {', '.join(_CASTS)}")
             parsed.append(ArgOp(kind, ints[kind], op.get("text", ""), ints["to"], ints["count"], op.get("warn", ""),
-                                tuple(values.items())))
+                                tuple(values.items()), cast_as))
         for k in ("note", "source", "differs"):
             if k in e and (not isinstance(e[k], str) or not e[k]):
                 raise RuleError(f"{where}: `{k}` must be a non-empty string")

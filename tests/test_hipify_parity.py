@@ -33,7 +33,7 @@ from hipport.semantic import load_semantic  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 HIPIFY_PERL = ROOT.parent / "shared" / "hipify-perl" / "hipify-perl"
 PARITY_FIXTURES = ["calls", "launch", "rocsparse", "rocsparse6", "rocblas", "rocrand", "miopen", "miopen-dropout",
-                   "cublas-legacy"]
+                   "cublas-legacy", "rtc-options"]
 
 # Why hipport's text differs from hipify-perl's (the first reason whose test matches a block is given).
 R_RUNTIME = ("hipify-perl puts `#include \"hip/hip_runtime.h\"` first in every file and keeps the converted <cuda.h> "
@@ -207,6 +207,8 @@ HIPIFY_CLANG_REWRITES = [
     "cudnnConvolutionBackwardData", "cudnnRNNBackwardWeights",
     # newer than the FuncArgCasts table: HIPIFY's unit test cudnn_insert_new_arg.cu
     "cudnnSetDropoutDescriptor",
+    # newer too: HIPIFY's unit test nvrtc2hiprtc.cu
+    "nvrtcCompileProgram", "nvrtcCreateProgram",
     *[f.replace("X", p, 1) for f in (
         "cusparseXgpsvInterleavedBatch", "cusparseXgpsvInterleavedBatch_bufferSizeExt", "cusparseXgtsvInterleavedBatch",
         "cusparseXgtsvInterleavedBatch_bufferSizeExt", "cusparseXcsrilu02", "cusparseXcsrilu02_analysis",

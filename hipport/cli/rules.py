@@ -299,7 +299,7 @@ def _op_text(op) -> str:
         return f"{what} move before {to} (or to the end)"
     if op.kind == "copy":
         return f"{at} is written again before {to} (or at the end)"
-    return f"{at} is cast: `reinterpret_cast<{op.text}>(...)`"
+    return f"{at} is cast: `{op.cast_as}<{op.text}>(...)`"
 
 
 def _ordinal(pos: int) -> str:

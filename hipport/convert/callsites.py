@@ -11,7 +11,7 @@ from hipport.scan import IDENT
 if TYPE_CHECKING:
     from hipport.convert.context import ConversionContext
 
-_ALREADY_WRAPPED = (b"HIP_SYMBOL", b"reinterpret_cast", b"static_cast", b"(void", b"(const", b"(void*")
+_ALREADY_WRAPPED = (b"HIP_SYMBOL", b"reinterpret_cast", b"static_cast", b"const_cast", b"(void", b"(const", b"(void*")
 
 
 def _arg_text(conv: "ConversionContext", arg: Arg) -> bytes:
@@ -167,8 +167,10 @@ def _rewrite_arguments(conv: "ConversionContext", i: int, name: str, args: list[
                 drop(op.pos, last - op.pos + 1)
         elif op.kind == "cast":
             arg = args[op.pos]
-            if arg.first != arg.last and not _arg_text(conv, arg).startswith(_ALREADY_WRAPPED):
-                edits.append((arg.start, arg.start, f"reinterpret_cast<{op.text}>(".encode()))
+            # a null constant converts as it is, and const_cast cannot take one
+            if arg.first != arg.last and not _arg_text(conv, arg).startswith(_ALREADY_WRAPPED) \
+                    and _arg_text(conv, arg).replace(b" ", b"") not in _NULLS:
+                edits.append((arg.start, arg.start, f"{op.cast_as}<{op.text}>(".encode()))
                 edits.append((arg.end, arg.end, b")"))
     for at, texts in inserts.items():
         edits.append((at, at, b"".join(t for _, t in sorted(texts, key=lambda x: x[0]))))
