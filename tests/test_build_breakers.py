@@ -199,3 +199,24 @@ def test_stand_in_is_needed_with_hip_5_2(tmp_path):
     r = syntax_check(f)
     assert r.returncode != 0
     assert "__syncwarp" in r.stderr and "hipsparseGetErrorString" in r.stderr
+
+
+def test_device_side_launches_are_named_and_left(rules):
+    src = (b"#include <cuda_runtime.h>\nnamespace nn {\n__global__ void child(int *p) { p[0] = 1; }\n"
+           b"__global__ void parent(int *p) {\n  if (p[0] < 2) { child<<<1, 1>>>(p); }\n  int x = p[0] << 2;\n}\n}\n"
+           b"__device__ int table[2] = {1, 2};\nvoid host(int *p) { nn::child<<<1, 1>>>(p); }\n"
+           b"template <typename T> __device__ void dev(T *p) { nn::child<<<1, 32, 0>>>(p); }\n")
+    result = convert_source(src, rules, OPTIONS)
+    found = [(f.line, f.severity) for f in result.findings if f.rule_id == "device-launch"]
+    assert found == [(5, "error"), (11, "error")]  # the host launch on line 10 is fine
+    assert b"child<<<1, 1>>>(p); }" in result.after
+
+
+def test_device_side_launch_does_not_compile_with_hip(tmp_path):
+    """What the finding is about: HIP-Clang rejects the launch, and verify.toml names the cause."""
+    require_hipcc()
+    f = tmp_path / "dp.cu"
+    f.write_text("#include <hip/hip_runtime.h>\n__global__ void child(int *p) { p[0] = 1; }\n"
+                 "__global__ void parent(int *p) { child<<<1, 1>>>(p); }\n")
+    r = syntax_check(f)
+    assert r.returncode != 0 and "reference to __global__ function 'child' in __global__ function" in r.stderr

@@ -317,8 +317,8 @@ def _semantic_lines(sem: Semantic, name: str) -> list[str]:
         lines += [
             f"{name}  (warp built-in, rules/warp.toml)",
             "  convert:      depends on the targeted ROCm (--rocm-version):",
-            f"                before {opt_in}: `{plain}(...)`, the mask argument dropped when it means all lanes; "
-            f"another mask is reported (warp-sync-mask), not rewritten",
+            f"                before {opt_in}: `{plain}(...)`, the mask argument dropped; a mask that is not all "
+            f"lanes is reported (warp-sync-mask)",
             f"                {opt_in} and later: `{name}(...)` kept; a 32-bit all-lanes mask (`0xffffffff`, `~0u`, "
             f"...) becomes `{sem.full64_spelling}`, a 64-bit one stays, any other mask is reported (warp-sync-mask): "
             f"HIP takes 64-bit masks",

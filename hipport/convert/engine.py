@@ -10,6 +10,7 @@ import re
 
 from hipport.convert.callsites import rewrite_calls
 from hipport.convert.cpp_compat import drop_register
+from hipport.convert.device_launch import report_device_launches
 from hipport.convert.context import (
     IDENTIFIER,
     PREFIXED,
@@ -34,6 +35,7 @@ def run_passes(ctx: ConversionContext) -> FileResult:
     guard_redefinitions(ctx)
     keep_legacy_names(ctx)
     rewrite_calls(ctx)
+    report_device_launches(ctx)
     if ctx.options.launch_syntax == "hip":
         rewrite_launches(ctx)
     add_shims(ctx)  # before the runtime include: an insertion made earlier lands later at the same offset

@@ -48,8 +48,9 @@ CONVERT_RULES = {
                          "`--rocm-version`. Build with that release or newer, or rewrite the call."),
     "warp-sync-mask": ("warning", "A warp *_sync built-in whose mask needs a look on HIP",
                        "HIP's `*_sync` warp built-ins take a 64-bit `unsigned long long` mask. A mask that is not "
-                       "all lanes, or whose type hipport cannot see, must be checked or rewritten by hand; before "
-                       "the *_sync forms existed in HIP only the mask-free forms are available."),
+                       "all lanes, or whose type hipport cannot see, must be checked or rewritten by hand. Before "
+                       "ROCm 6.2 only the mask-free forms exist: hipport writes them and names each mask it dropped "
+                       "that was not all lanes."),
     "warp-sync-opt-in": ("info", "The *_sync warp built-ins need an opt-in macro on this ROCm release",
                          "On the ROCm releases where the *_sync warp built-ins are opt-in, compile with "
                          "`-DHIP_ENABLE_WARP_SYNC_BUILTINS`."),
@@ -74,6 +75,18 @@ CONVERT_RULES = {
                       "hipify writes the ROC library's type (`rocblas_half`) for this name under --roc; in a file "
                       "with device code that type has no arithmetic, so the name stays and only the pointers passed "
                       "to the ROC library need a cast."),
+    "shim-added": ("info", "A stand-in definition written for a name the targeted ROCm lacks",
+                   "The file calls a name that HIP declares only from a later ROCm release (`__syncwarp`, "
+                   "`hipsparseGetErrorString`). hipport wrote a definition into the file (rules/shims.toml), under a "
+                   "guard that is false where HIP has the name, so the file builds with the targeted release and, "
+                   "unchanged, with newer ones."),
+    "dropped-word": ("info", "A word HIP-Clang rejects was dropped",
+                     "nvcc accepts the word and HIP-Clang does not (`__grid_constant__`); removing it changes nothing "
+                     "the program does (rules/dropped.toml)."),
+    "device-launch": ("error", "A kernel launched from device code (dynamic parallelism)",
+                      "HIP has no dynamic parallelism: HIP-Clang rejects a launch inside a `__global__` or "
+                      "`__device__` function. Launch the child kernel from the host after the parent finishes, or "
+                      "fold its work into the parent (a loop over the child's grid, or a cooperative launch)."),
     "cuda-version-macro": ("warning", "A CUDA version macro in a preprocessor condition",
                            "Conditions on `CUDART_VERSION`, `__CUDA_ARCH__` values and the like do not mean the "
                            "same under HIP. Decide by hand which branch a HIP build needs (see the message)."),
