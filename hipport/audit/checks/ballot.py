@@ -5,6 +5,7 @@ from __future__ import annotations
 from hipport.audit.checks.common import (
     BALLOTS,
     enclosing_calls,
+    enclosing_open,
     is_32bit_type,
     statement_start,
     type_span,
@@ -20,7 +21,7 @@ def check(ctx: Context) -> None:
     if RULE not in ctx.hazards or not (ctx.words & (BALLOTS | {b"ballot"})):
         return
     reported: set[int] = set()
-    holders: dict[tuple[int, bytes], int] = {}  # (function body start, var) -> declaration index
+    holders: dict[int, bytes] = {}  # declaration index -> variable
     for i in range(ctx.n):
         if ctx.kinds[i] != IDENT:
             continue
@@ -54,7 +55,7 @@ def check(ctx: Context) -> None:
                                                                        fn.params if fn else None)
         if decl is None:
             continue
-        holders[(fn.body[0] if fn else -1, ctx.text[decl])] = decl
+        holders[decl] = ctx.text[decl]  # by declaration: a function may reuse the name in another block
         if decl in reported:
             continue
         narrow = is_32bit_type(ctx, decl)
@@ -116,12 +117,14 @@ def _tile_size(ctx: Context, decl: int, init: list[bytes]) -> int | None:
 
 
 def _check_holders_in_bit_functions(ctx: Context, holders: dict, reported: set[int]) -> None:
-    for (body_start, var), decl in holders.items():
-        fn = ctx.function_at(decl) if body_start >= 0 else None
-        hi = fn.body[1] if fn else ctx.n
+    for decl, var in holders.items():
+        block = enclosing_open(ctx, decl, b"{")
+        hi = ctx.match(block) if block >= 0 and ctx.match(block) > block else ctx.n
         for k in range(decl + 1, hi):
             if ctx.text[k] != var or ctx.kinds[k] != IDENT:
                 continue
+            if k != decl and ctx.is_decl_name(k):
+                break  # declared again further on: another variable from here
             for call in enclosing_calls(ctx, k):
                 if ctx.text[call] in BIT32 and call not in reported:
                     reported.add(call)
