@@ -253,3 +253,14 @@ __global__ void k(unsigned* words, int col, float* v) {
 """
     lines = {f.line for f in audit_source(src, "k.cu", AuditOptions(rocm_version=(7, 0))) if f.rule_id == "lane-math-32"}
     assert 3 not in lines and 5 in lines
+
+
+def test_a_launch_in_warps_of_32_is_right_when_only_wave32_is_built():
+    src = b"""__global__ void rows(float* d) { d[blockIdx.x * 4 + threadIdx.x / warpSize] = 0.0f; }
+void run(float* d, int n) { rows<<<n, 4 * 32>>>(d); }
+"""
+    def lines(archs):
+        found = audit_source(src, "k.cu", AuditOptions(offload_arch=archs))
+        return {f.line for f in found if f.rule_id == "launch-warps-32"}
+    assert lines(("gfx90a",)) == {2}
+    assert lines(("gfx1100",)) == set()

@@ -382,8 +382,8 @@ _LAUNCH_RULE = "launch-warps-32"
 def _check_launch_config(ctx: Context, launch: int, helper: Helper, config) -> None:
     """A kernel that reads `warpSize` launched with a grid or block counted in 32-thread warps (`WARPS * 32`,
     `BLOCK / 32`, a block of 32): on a 64-lane wavefront it sees half the warps the launch was sized for."""
-    if _LAUNCH_RULE not in ctx.hazards or len(config) < 2:
-        return
+    if _LAUNCH_RULE not in ctx.hazards or len(config) < 2 or 64 not in ctx.wave_sizes():
+        return  # only wave32 targets: a warp of 32 is what the kernel gets
     for pos, what in ((1, "block"), (0, "grid")):
         lit = _thirty_two(ctx, *config[pos], launch, lone=(pos == 1), hops=2)
         if lit is None:
