@@ -80,6 +80,8 @@ class Semantic:
     defaults: dict = None      # cuda name -> (parameter count, values of the last parameters): CUDA defaults HIP lacks
     shims: dict = None         # HIP name -> Shim
     before_sync: dict = None   # call without arguments -> the expression it is written as before the *_sync forms
+    location: dict = None      # cuda name -> (argument count, location position, flags position or None, hip name,
+                               # only a location seen as one): cudaMemLocation arguments HIP takes as device ordinals
     legacy: dict = None        # library -> Legacy: a legacy API whose names are kept when only its header is included
 
 
@@ -236,6 +238,18 @@ def _roc(path, data) -> tuple[dict, dict]:
     return dict(libraries), out
 
 
+def _location(path, data) -> dict:
+    out = {}
+    for n, e in _table(path, data, "location").items():
+        if not isinstance(e, dict) or set(e) - {"args", "location", "flags", "hip", "declared"} \
+                or not isinstance(e.get("declared", False), bool):
+            raise RuleError(f"{path}: entry `{n}` in `[location]` takes `args`, `location`, `flags`, `hip`, `declared`")
+        flags = _int(path, "location", n, e, "flags") if "flags" in e else None
+        out[n] = (_int(path, "location", n, e, "args"), _int(path, "location", n, e, "location"), flags,
+                  _str(path, "location", n, e.get("hip")), e.get("declared", False))
+    return out
+
+
 def _shims(path, data) -> dict:
     out = {}
     for name, e in data.items():
@@ -301,4 +315,5 @@ def load_semantic() -> Semantic:
         _shims(base / "shims.toml", _read_toml(base / "shims.toml")),
         {n: _str(warp_path, "before_sync", n, v) for n, v in _table(warp_path, warp, "before_sync").items()},
         legacy=_legacy(calls_path, calls),
+        location=_location(calls_path, calls),
     )

@@ -3,6 +3,8 @@ functions, and the warp built-ins whose form depends on the targeted ROCm releas
 
 from __future__ import annotations
 
+import re
+
 from typing import TYPE_CHECKING
 
 from hipport.convert.calls import Arg, call_args
@@ -44,7 +46,7 @@ def rewrite_calls(conv: "ConversionContext") -> None:
                 _before_sync(conv, i, name)
             continue
         if name not in sem.symbol_args and name not in sem.kernel_args and name not in sem.by_arity \
-                and name not in sem.rewrites and name not in sem.defaults:
+                and name not in sem.rewrites and name not in sem.defaults and name not in sem.location:
             continue
         if conv.user_names.is_users(i):
             continue  # `pool.cudaMemcpyToSymbol(...)`, `Sym::cudaMemcpyToSymbol(...)`: the user's function
@@ -52,6 +54,8 @@ def rewrite_calls(conv: "ConversionContext") -> None:
         if found is None:
             continue
         _, _, args = found
+        if name in sem.location:
+            _location_to_device(conv, i, name, args)
         if name in sem.defaults:
             _append_defaults(conv, name, args)
         if name in sem.rewrites:
@@ -70,6 +74,52 @@ def rewrite_calls(conv: "ConversionContext") -> None:
             pos, min_args = sem.kernel_args[name]
             if pos < len(args) and len(args) >= min_args and not _arg_text(conv, args[pos]).startswith(_ALREADY_WRAPPED):
                 _wrap(conv, args[pos], b"reinterpret_cast<const void*>(", b")", name, "argument")
+
+
+_LOCATION_TYPES = {b"cudaMemLocationTypeDevice": "device", b"hipMemLocationTypeDevice": "device",
+                   b"cudaMemLocationTypeHost": "host"}
+
+
+def _location_to_device(conv: "ConversionContext", i: int, name: str, args: list[Arg]) -> None:
+    """`[location]`: `cudaMemPrefetchAsync(p, n, {cudaMemLocationTypeDevice, dev}, 0, s)` ->
+    `hipMemPrefetchAsync(p, n, dev, s)`; a location variable `loc` becomes
+    `((loc).type == hipMemLocationTypeDevice ? (loc).id : hipCpuDeviceId)`."""
+    count, pos, flags, hip, declared = conv.semantic.location[name]
+    if len(args) != count:
+        return
+    text = _arg_text(conv, args[pos]).strip()
+    if text.startswith(b"{") and text.endswith(b"}"):
+        parts = [t.strip() for t in text[1:-1].split(b",")]
+        kind = _LOCATION_TYPES.get(parts[0]) if len(parts) == 2 else None
+        if kind is None:
+            conv.finding("call-shape-unknown", "warning", args[pos].start,
+                         f"`{name}`: HIP's `{hip}` takes a device ordinal, not the location "
+                         f"`{text.decode('latin-1')}`; write the device (or `hipCpuDeviceId`) by hand", subject=name)
+            return
+        device = _renamed(conv, args[pos].first + 3, args[pos].last - 1).strip() if kind == "device" \
+            else b"hipCpuDeviceId"
+    else:
+        if declared and not _declared_location(conv, text):
+            return  # the ordinal form of the same arity
+        loc = _renamed(conv, args[pos].first, args[pos].last).strip()
+        device = b"((" + loc + b").type == hipMemLocationTypeDevice ? (" + loc + b").id : hipCpuDeviceId)"
+    conv.claimed.add(i)
+    conv.claimed.update(range(args[pos].first, args[pos].last))  # written whole here, renamed inside
+    conv.convert(conv.tokens.starts[i], conv.tokens.ends[i], hip.encode(), name, "runtime")
+    conv.edits_only(args[pos].start, args[pos].end, device)
+    if flags is not None:
+        conv.edits_only(args[flags - 1].end, args[flags].end, b"")
+        if _arg_text(conv, args[flags]).strip() not in (b"0", b"0u", b"0U"):
+            conv.finding("call-rewrite-note", "warning", args[flags].start,
+                         f"`{name}`: HIP's `{hip}` takes no flags; `{_arg_text(conv, args[flags]).decode('latin-1')}`"
+                         f" is dropped", subject=name)
+
+
+def _declared_location(conv: "ConversionContext", text: bytes) -> bool:
+    """Whether ``text`` is a variable this file declares as `cudaMemLocation` (or `hipMemLocation`)."""
+    if not re.fullmatch(rb"[A-Za-z_]\w*", text):
+        return False
+    return re.search(rb"\b(?:cuda|hip)MemLocation\s+(?:\w+\s*,\s*)*" + re.escape(text) + rb"\b", conv.src) is not None
 
 
 def _append_defaults(conv: "ConversionContext", name: str, args: list[Arg]) -> None:
