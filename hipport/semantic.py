@@ -23,7 +23,7 @@ class ArgOp:
     """One change to a call's arguments; positions are those of the CUDA call (as written), from 0."""
     kind: str            # "insert", "replace", "remove", "move", "copy", "cast"
     pos: int
-    text: str = ""       # insert/replace: the text written; cast: the pointer type
+    text: str = ""       # insert/replace: the text written (replace without it: kept); cast: the pointer type
     to: int = -1         # move/copy: the argument the text goes before (at or past the end: appended)
     count: int = 1       # move: how many arguments move together
     warn: str = ""       # remove: reported unless the removed argument is a null constant; replace: reported
@@ -184,6 +184,8 @@ def _rewrites(path, data) -> dict:
             kind = kinds[0]
             extra = set(op) - {kind} - _OP_KEYS
             missing = [k for k in _OP_KINDS[kind] if k not in op]
+            if kind == "replace" and op.get("values"):
+                missing = []  # values alone: an argument none of them names is kept as written
             if extra or missing:
                 raise RuleError(f"{where}: op `{kind}` takes {', '.join(_OP_KINDS[kind]) or 'only a position'}"
                                 f"{' (and count)' if kind == 'move' else ''}"

@@ -161,3 +161,15 @@ def test_an_incomplete_rewrite_is_reported_as_not_rewritten(rules):
     text, findings = run(rules, "#include <cudnn.h>\nvoid f() { cudnnGetRNNDescriptor_v6(h, r, &a, &b, &c, &d, &e, &f, &g, &t); }\n")
     assert "miopenGetRNNDescriptor_V2(r, &a, &b, &c, &d, &e, &f, &g, &t);" in text
     assert findings == [("call-not-rewritten", 2)]
+
+
+def test_a_replace_with_values_only_keeps_an_argument_it_does_not_know(rules):
+    src = ("#include <cublas_v2.h>\nvoid f() {\n"
+           "  cublasGemmEx(h, o, o, m, n, k, a, A, t, m, B, t, k, b, C, t, m, CUBLAS_COMPUTE_64F, g);\n"
+           "  cublasGemmEx(h, o, o, m, n, k, a, A, t, m, B, t, k, b, C, t, m, my_type, g);\n}\n")
+    text, findings = run(rules, src)
+    assert "rocblas_gemm_ex(h, o, o, m, n, k, a, A, t, m, B, t, k, b, C, t, m, C, t, m, rocblas_datatype_f64_r, g, 0, 0);" in text
+    assert "rocblas_gemm_ex(h, o, o, m, n, k, a, A, t, m, B, t, k, b, C, t, m, C, t, m, my_type, g, 0, 0);" in text
+    assert findings == [("call-rewrite-note", 4)]
+    text, findings = run(rules, src, ConvertOptions(rocm_version=(6, 2)))  # hipBLAS's takes cuBLAS's arguments
+    assert "hipblasGemmEx_v2(h, o, o, m, n, k, a, A, t, m, B, t, k, b, C, t, m, my_type, g);" in text

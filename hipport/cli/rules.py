@@ -290,6 +290,9 @@ def _op_text(op) -> str:
     at, to = f"argument {op.pos + 1}", f"argument {op.to + 1}"
     if op.kind == "insert":
         return f"`{op.text}` added as {at}"
+    if op.kind == "replace" and not op.text:
+        known = ", ".join(f"`{a}` -> `{b}`" for a, b in op.values[:3]) + (", ..." if len(op.values) > 3 else "")
+        return f"{at}: {known}; another text is kept"
     if op.kind == "replace":
         return f"{at} becomes `{op.text}`"
     if op.kind == "remove":
@@ -298,7 +301,8 @@ def _op_text(op) -> str:
         what = f"arguments {op.pos + 1}-{op.pos + op.count}" if op.count > 1 else at
         return f"{what} move before {to} (or to the end)"
     if op.kind == "copy":
-        return f"{at} is written again before {to} (or at the end)"
+        what = f"arguments {op.pos + 1}-{op.pos + op.count} are" if op.count > 1 else f"{at} is"
+        return f"{what} written again before {to} (or at the end)"
     return f"{at} is cast: `{op.cast_as}<{op.text}>(...)`"
 
 

@@ -199,9 +199,11 @@ def _rewrite_arguments(conv: "ConversionContext", i: int, name: str, args: list[
             text = dict(op.values).get(arg_text.replace(" ", ""), op.text)
             if op.warn and arg_text.replace(" ", "") not in dict(op.values):
                 conv.finding("call-rewrite-note", "warning", args[op.pos].start,
-                             f"`{name}`: {op.warn} (`{arg_text}` became `{text}`)", subject=name)
-            edits.append((args[op.pos].start, args[op.pos].end, text.encode()))
-            conv.claimed.update(range(args[op.pos].first, args[op.pos].last))
+                             f"`{name}`: {op.warn} (`{arg_text}` "
+                             + (f"became `{text}`)" if text else "is left as written)"), subject=name)
+            if text:
+                edits.append((args[op.pos].start, args[op.pos].end, text.encode()))
+                conv.claimed.update(range(args[op.pos].first, args[op.pos].last))
         elif op.kind == "remove":
             arg = args[op.pos]
             if op.warn and _arg_text(conv, arg).replace(b" ", b"") not in _NULLS:
