@@ -252,9 +252,37 @@ def _location(path, data) -> dict:
     return out
 
 
-def _shims(path, data) -> dict:
+_SIMD_GUARD = "defined(__HIP_PLATFORM_AMD__)"
+_SIMD_NOTE = ("HIP has no SIMD video intrinsics; this loops over the lanes, as CUDA documents it (check the hot "
+              "loops that use it: a lane loop is slower than NVIDIA's single instruction)")
+_NEVER = (999, 0)  # `hip_from` of a name no HIP release has
+
+
+def _simd_shims(path, table) -> dict:
+    from hipport.simd import SimdSpec, simd_code
+
+    if not isinstance(table, dict):
+        raise RuleError(f"{path}: `[simd]` must be a table")
     out = {}
+    for name, e in table.items():
+        ok = isinstance(e, dict) and _IDENT.match(name) and e.get("bits") in (8, 16) and e.get("lanes") in ("s", "u") \
+            and isinstance(e.get("expr"), str) and not set(e) - {"bits", "lanes", "expr", "saturate", "unary", "sum"} \
+            and all(isinstance(e.get(k, False), bool) for k in ("saturate", "unary", "sum"))
+        if not ok:
+            raise RuleError(f"{path}: `{name}` in `[simd]` takes `bits` (8 or 16), `lanes` (\"s\" or \"u\"), "
+                            "`expr` and true/false `saturate`, `unary`, `sum`")
+        spec = SimdSpec(e["bits"], e["lanes"], e["expr"], e.get("saturate", False), e.get("unary", False),
+                        e.get("sum", False))
+        out[name] = Shim(name, (name,), _NEVER, _SIMD_GUARD, simd_code(name, spec), _SIMD_NOTE,
+                         "CUDA Math API, SIMD intrinsics; HIPIFY's CUDA_Device_API_supported_by_HIP table (no HIP name)")
+    return out
+
+
+def _shims(path, data) -> dict:
+    out = _simd_shims(path, data.get("simd", {}))
     for name, e in data.items():
+        if name == "simd":
+            continue
         if not _IDENT.match(name) or not isinstance(e, dict):
             raise RuleError(f"{path}: `[{name}]` must be a table named by a C identifier")
         unknown = set(e) - {"cuda", "hip_from", "guard", "code", "note", "source"}

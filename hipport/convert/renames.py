@@ -61,6 +61,8 @@ def rename_identifiers(ctx: ConversionContext) -> None:
             # under --roc too (hipify-clang: unsupported in ROC), never renamed to hipDNN.
             ctx.result.findings.append(_unsupported(ctx, rule, starts[i]))
             continue
+        if target is None and f"shim:{name}" in ctx.once:
+            continue  # defined in the file by the stand-ins pass (`__vadd4`)
         if target is None:
             # Names from the device tables that are ordinary words (`saturate`, `umax`): only a call to one that
             # the file does not declare (declared ones are the user's, above) is worth reporting as unsupported.

@@ -13,14 +13,14 @@ from __future__ import annotations
 import bisect
 
 from hipport.convert.context import ConversionContext
-from hipport.scan import COMMENT, IDENT
+from hipport.scan import COMMENT, IDENT, KEYWORD
 
 CATEGORY = "shim"
+_NEVER = (999, 0)  # hip_from of a name no HIP release has (semantic._NEVER)
 _OPENERS = {b"if", b"ifdef", b"ifndef"}
 # A name preceded by one of these is called, not declared (`return __syncwarp();`, `x ? f() : __syncwarp()`).
-# `*`, `&`, `<` and `>` are left out: `char *f(`, `T &f(`, `vector<int> f(` are declarations.
-_CALL_PRECEDERS = {b";", b"{", b"}", b"(", b",", b"?", b":", b"=", b"return", b"else", b"do", b"&&", b"||", b"!",
-                   b")", b"==", b"!=", b"+", b"-", b"<<", b"::"}
+# Words after which a name followed by `(` is called, not declared (`return __syncwarp();`).
+_STATEMENT_WORDS = {b"return", b"else", b"do", b"case", b"throw", b"co_return", b"co_yield", b"sizeof", b"decltype"}
 
 
 def add_shims(ctx: ConversionContext) -> None:
@@ -38,14 +38,18 @@ def add_shims(ctx: ConversionContext) -> None:
         nl = ctx.newline()
         macro = f"HIPPORT_SHIM_{name}"
         body = shim.code.strip("\n").replace("\n", nl.decode())
+        never = shim.hip_from >= _NEVER
+        why = (f"HIP has no `{name}`; this stands in for it" if never else
+               f"HIP has `{name}` from ROCm {_v(shim.hip_from)}; this stands in for it before")
         text = (f"#if !defined({macro}) && {shim.guard}{nl.decode()}#define {macro}{nl.decode()}"
-                f"// hipport: HIP has `{name}` from ROCm {_v(shim.hip_from)}; this stands in for it before"
-                f"{nl.decode()}{body}{nl.decode()}#endif{nl.decode()}").encode()
+                f"// hipport: {why}{nl.decode()}{body}{nl.decode()}#endif{nl.decode()}").encode()
         ctx.convert(at, at, text, name, CATEGORY)
         ctx.once.add(f"shim:{name}")
+        missing = "has no HIP form" if never else \
+            f"is not in HIP before ROCm {_v(shim.hip_from)} (targeting {_v(target)})"
         ctx.finding("shim-added", "info", ctx.tokens.starts[first],
-                    f"`{name}` is not in HIP before ROCm {_v(shim.hip_from)} (targeting {_v(target)}): hipport "
-                    f"defined it in this file, under `#if {shim.guard}`; {shim.note}", subject=name)
+                    f"`{name}` {missing}: hipport defined it in this file, under `#if {shim.guard}`; {shim.note}",
+                    subject=name)
 
 
 def _uses(ctx: ConversionContext, names: set) -> tuple[list[int], bool]:
@@ -72,15 +76,37 @@ def _uses(ctx: ConversionContext, names: set) -> tuple[list[int], bool]:
         j = _next_code(ctx, i + 1, n)
         if j is None or tokens.text(j) != b"(":
             continue
-        k = i - 1
-        while k >= 0 and kinds[k] == COMMENT:
-            k -= 1
-        prev = tokens.text(k) if k >= 0 and not structure.in_directive[k] else b";"
-        if prev in _CALL_PRECEDERS:
-            uses.append(i)
-        else:
+        if _declares(ctx, i):
             declared = True  # `void __syncwarp(...)`, `inline const char *hipsparseGetErrorString(...)`
+        else:
+            uses.append(i)
     return uses, declared
+
+
+def _prev_code(ctx: ConversionContext, i: int) -> int | None:
+    kinds = ctx.tokens.kinds
+    i -= 1
+    while i >= 0 and kinds[i] == COMMENT:
+        i -= 1
+    return i if i >= 0 and not ctx.structure.in_directive[i] else None
+
+
+def _declares(ctx: ConversionContext, i: int) -> bool:
+    """Whether the name at ``i``, followed by `(`, is declared there: a type word before it (`void f(`,
+    `unsigned int f(`, `T f(`), or `*`/`&` after a type keyword (`const char *f(`)."""
+    tokens, kinds = ctx.tokens, ctx.tokens.kinds
+    k = _prev_code(ctx, i)
+    if k is None:
+        return False
+    text = tokens.text(k)
+    if text in _STATEMENT_WORDS:
+        return False
+    if kinds[k] in (IDENT, KEYWORD):
+        return True
+    if text in (b"*", b"&"):
+        j = _prev_code(ctx, k)
+        return j is not None and kinds[j] == KEYWORD and tokens.text(j) not in _STATEMENT_WORDS
+    return False
 
 
 def _next_code(ctx: ConversionContext, i: int, limit: int) -> int | None:
