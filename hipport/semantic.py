@@ -117,7 +117,7 @@ def _version(path, key, value) -> tuple:
 _OP_KINDS = {"insert": ("text",), "replace": ("text",), "remove": (), "move": ("to",), "copy": ("to",),
              "cast": ("text",)}
 _OP_KEYS = {"text", "to", "count", "warn", "values", "as"}
-_CASTS = ("reinterpret_cast", "const_cast")
+_CASTS = ("reinterpret_cast", "const_cast", "static_cast")
 _MODES = ("hip", "roc", "any")
 
 

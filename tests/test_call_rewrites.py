@@ -87,7 +87,7 @@ def test_no_space_before_the_parenthesis_of_an_argumentless_launch_but_comments_
     ({"names": ["f"], "ops": [{"remove": 1}], "rocm_min": "six"}, "must be a version"),
     ({"names": ["f"], "ops": [{"remove": 1}], "color": "red"}, "unknown key `color`"),
     ({"names": ["f"], "ops": []}, "empty only with a `note`"),
-    ({"names": ["f"], "ops": [{"cast": 1, "text": "T*", "as": "static_cast"}]}, "`as` (cast only)"),
+    ({"names": ["f"], "ops": [{"cast": 1, "text": "T*", "as": "dynamic_cast"}]}, "`as` (cast only)"),
     ({"names": ["f"], "ops": [{"remove": 1, "as": "const_cast"}]}, "op `remove`: `as` (cast only)"),
     ({"names": ["f"], "ops": [{"remove": 1}], "incomplete": True}, "needs a `note`"),
 ])

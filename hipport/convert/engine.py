@@ -11,6 +11,7 @@ import re
 from hipport.convert.callsites import rewrite_calls
 from hipport.convert.cpp_compat import drop_register
 from hipport.convert.device_launch import report_device_launches
+from hipport.convert.dim3 import make_uint3_to_dim3
 from hipport.convert.context import (
     IDENTIFIER,
     PREFIXED,
@@ -36,6 +37,7 @@ def run_passes(ctx: ConversionContext) -> FileResult:
     keep_legacy_names(ctx)
     rewrite_calls(ctx)
     report_device_launches(ctx)
+    make_uint3_to_dim3(ctx)
     if ctx.options.launch_syntax == "hip":
         rewrite_launches(ctx)
     add_shims(ctx)  # before the runtime include: an insertion made earlier lands later at the same offset
