@@ -19,6 +19,7 @@ from hipport.audit.checks.common import (
     SYNC_BUILTINS,
     is_32bit_type,
     is_full_mask32,
+    outer_decl,
     split_template_args,
 )
 from hipport.audit.checks.context import COMMENT, IDENT, LITERAL, Context, int_value
@@ -367,15 +368,6 @@ def _mask_origin(ctx: Context, call: int, first: int, last: int,
     return ""
 
 
-def outer_decl(ctx: Context, name: bytes, before: int) -> int | None:
-    """The declaration of ``name`` outside every function body before ``before``: a class member or a global."""
-    for k in range(before - 1, -1, -1):
-        if ctx.text[k] == name and ctx.kinds[k] == IDENT and ctx.is_decl_name(k) and ctx.function_at(k) is None \
-                and not any(f.params[0] < k < f.params[1] for f in ctx.functions):
-            return k
-    return None
-
-
 _LAUNCH_RULE = "launch-warps-32"
 
 
@@ -486,8 +478,13 @@ def report_header_masks(ctx: Context, macros: dict[bytes, tuple[str, str]], help
         return
     from hipport.audit.checks.common import user_defined
 
+    wanted = {w for w in ctx.words if (macros and w in SYNC_BUILTINS) or
+              (not w.startswith((b"__", b"cuda", b"hip")) and _MASK_CALL_NAME.search(w))}
+    if not wanted:
+        return
     for i in range(ctx.n):
-        if ctx.kinds[i] != IDENT or not ctx.device[i] or ctx.in_directive[i] or not ctx.is_call(i):
+        if ctx.text[i] not in wanted or ctx.kinds[i] != IDENT or not ctx.device[i] or ctx.in_directive[i] \
+                or not ctx.is_call(i):
             continue
         word = ctx.text[i]
         args = ctx.call_args(i)

@@ -339,6 +339,15 @@ def is_lane_like(ctx: Context, first: int, last: int, derived_lanes: set[bytes] 
     return False
 
 
+def outer_decl(ctx: Context, name: bytes, before: int) -> int | None:
+    """The declaration of ``name`` outside every function body before ``before``: a class member or a global."""
+    for k in range(before - 1, -1, -1):
+        if ctx.text[k] == name and ctx.kinds[k] == IDENT and ctx.is_decl_name(k) and ctx.function_at(k) is None \
+                and not any(f.params[0] < k < f.params[1] for f in ctx.functions):
+            return k
+    return None
+
+
 def user_defined(ctx: Context, name: bytes) -> bool:
     """The file defines ``name`` itself (a function or a macro), so its calls are not HIP's built-in."""
     if name in ctx.macros:

@@ -152,6 +152,8 @@ def _bitset_operands(ctx: Context) -> set[tuple[int, bytes]]:
     words (`bits[i >> 5] |= 1u << (i & 31)`), which the wavefront size does not change."""
     bit: set[tuple[int, bytes]] = set()
     word: set[tuple[int, bytes]] = set()
+    if not ctx.words & {b"<<", b">>"}:
+        return bit  # no shift, no bit number
     for i in range(1, ctx.n):
         if ctx.kinds[i] != LITERAL or not ctx.device[i]:
             continue

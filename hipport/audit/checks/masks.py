@@ -8,6 +8,7 @@ from hipport.audit.checks.common import (
     is_32bit_type,
     is_full_mask32,
     is_lane_like,
+    outer_decl,
     type_span,
     user_defined,
 )
@@ -84,9 +85,21 @@ def _check_sync_mask(ctx: Context, i: int, reported_macros: set, reported_decls:
         return
     fn = ctx.function_at(i)
     decl = ctx.find_decl(word, code[0], fn.params if fn else None)
-    if decl is None or decl in reported_decls:
+    outer = False
+    if decl is None:
+        # A constant or member declared outside the function (`constexpr unsigned kFull = 0xffffffff;`).
+        decl = outer_decl(ctx, word, code[0])
+        outer = decl is not None
+    if decl is None:
+        _check_by_type(ctx, i, code, name)
         return
     if is_32bit_type(ctx, decl) is not True:
+        return
+    if outer and not ctx.in_directive[code[0]]:
+        line = ctx.lines.line_col(ctx.starts[decl])[0]
+        ctx.report(RULE, code[0], f"`{word.decode()}` (line {line}) is a 32-bit mask: `{name}` takes a 64-bit mask "
+                   f"on HIP (declare it `unsigned long long`)", subject=word.decode())
+    if decl in reported_decls:
         return
     # A ballot kept in a 32-bit variable is reported (and fixed) by ballot-32bit.
     init_end = decl + 1
