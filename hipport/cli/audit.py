@@ -17,6 +17,7 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import click
+from rich.console import Console
 
 from hipport.audit import DEFAULT_ARCHS, NEWEST_ROCM, AuditOptions, audit_source
 from hipport.audit.hazards import (
@@ -28,9 +29,11 @@ from hipport.audit.hazards import (
 )
 from hipport.audit.helpers import dependency_key
 from hipport.cache import ResultCache, rules_fingerprint
+from hipport.cli.convert import verify_converted
 from hipport.cli.options import cache_dir_option, config_option, fail, jobs_option
 from hipport.config import ConfigError, find_config, load_config
 from hipport.convert.runner import PARALLEL_MIN_FILES, default_jobs
+from hipport.convert.verify import ToolchainError, find_toolchain, load_causes
 from hipport.files import (
     InputError,
     Output,
@@ -50,10 +53,12 @@ from hipport.report.model import (
     rule_table,
     suggestion_hunk,
 )
+from hipport.report.text import render_verify
 from hipport.rocm import default_target
+from hipport.rules import RuleError
 from hipport.scan import LexError
 
-EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_FILES_FAILED = 0, 1, 2, 3
+EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_FILES_FAILED, EXIT_NOT_BUILDING = 0, 1, 2, 3, 4
 _ARCH = re.compile(r"^gfx[0-9a-f]{3,4}[a-z0-9:+-]*$")
 BASELINE_VERSION = 1
 
@@ -202,7 +207,14 @@ def audit_files(sources, options: AuditOptions, jobs: int, cache: ResultCache | 
 @click.option("-I", "--include-dir", "include_dirs", multiple=True, type=click.Path(path_type=Path, file_okay=False),
               metavar="DIR", help="Also look for `#include \"...\"` headers here (repeatable; after the settings' "
                                   "`include-dirs`): a warp helper defined in such a header is reported where it is "
-                                  "called.")
+                                  "called. With --verify, hipcc searches them too.")
+@click.option("--verify", is_flag=True,
+              help="After the audit, convert the audited files into a temporary copy (your files are never "
+                   "written) and compile each translation unit with the installed hipcc, as `hipport convert "
+                   "--verify` does: syntax only, HIP_PLATFORM=amd, for the --offload-arch targets its clang knows. "
+                   "The text report names each unit that does not compile with its first errors and, where known, "
+                   "their cause and fix; the html, json and markdown reports include the results. Exit 4 when a "
+                   "unit does not compile. Without hipcc: one line, exit 2, nothing audited.")
 @click.option("--fail-on", type=click.Choice(SEVERITIES),
               help="Exit 1 when a finding of this severity or higher remains (after --baseline). Default: the "
                    "project's `fail-on` setting, else warning.")
@@ -233,8 +245,8 @@ def audit_files(sources, options: AuditOptions, jobs: int, cache: ResultCache | 
 @click.option("-q", "--quiet", is_flag=True, help="One line per finding; no source lines, patches or summary.")
 @click.option("-v", "--verbose", is_flag=True,
               help="Also print each finding's confidence and the rule's summary, and every file audited.")
-def audit(paths, exclude, follow_symlinks, archs, rocm, select, ignore, include_dirs, fail_on, baseline, write_baseline,
-          reports, output, output_dir, config_path, jobs, no_cache, cache_dir, quiet, verbose):
+def audit(paths, exclude, follow_symlinks, archs, rocm, select, ignore, include_dirs, verify, fail_on, baseline,
+          write_baseline, reports, output, output_dir, config_path, jobs, no_cache, cache_dir, quiet, verbose):
     """Report wave64, lane-mask, warpSize and atomics hazards in CUDA or HIP sources under PATHS.
 
     PATHS are files or directories, selected as `hipport convert` selects them. Sources are never written.
@@ -261,6 +273,8 @@ def audit(paths, exclude, follow_symlinks, archs, rocm, select, ignore, include_
       markdown  a short summary for a pull-request comment
     The html, json, sarif and markdown reports also run the conversion in memory (nothing is written) to count
     what converts automatically, and include what the conversion leaves for a person (e.g. unsupported-api).
+    With --verify the text, html, json and markdown reports also say which converted translation units
+    compile with hipcc (json: `verify` and each file's `compiles`).
     \b
     Where reports go:
       no -o/--output-dir  text, or a single json/sarif/markdown report, to stdout; html and the rest
@@ -279,6 +293,9 @@ def audit(paths, exclude, follow_symlinks, archs, rocm, select, ignore, include_
       3  some files could not be read or lexed: unreadable, binary, UTF-16, a FIFO, a broken symlink or
          one not followed... (each is named in one line, as `hipport convert` names them; the others
          were audited)
+      4  --verify: a converted translation unit does not compile (each is named with its first errors);
+         4 wins over 1, and 3 wins over 4, as for `hipport convert --verify`; without hipcc (or a target
+         it knows), --verify is a usage error (2) and nothing is audited
       130  interrupted by SIGINT (Ctrl-C)
     """
     try:
@@ -311,6 +328,15 @@ def audit(paths, exclude, follow_symlinks, archs, rocm, select, ignore, include_
             fail(f"{option}: unknown rule id `{unknown[0]}` (known: {', '.join(sorted(hazards))})")
     if baseline is not None and write_baseline is not None:
         fail("--baseline and --write-baseline cannot be combined")
+    if verify and write_baseline is not None:
+        fail("--verify and --write-baseline cannot be combined")
+    toolchain = None
+    if verify:  # before any file is read: no hipcc (or no target it knows) is a usage error
+        try:
+            load_causes()
+            toolchain = find_toolchain(arch_list)
+        except (RuleError, ToolchainError) as exc:
+            fail(str(exc))
     base = config.base
     accepted = _load_baseline(baseline, base) if baseline is not None else Counter()
     try:
@@ -333,7 +359,8 @@ def audit(paths, exclude, follow_symlinks, archs, rocm, select, ignore, include_
         _make_dir(report_dir, "--output-dir" if output_dir is not None else "-o")
     rich_reports = [fmt for fmt, _ in plan if fmt != "text"]
     text_dest = next((dest for fmt, dest in plan if fmt == "text"), "none")
-    converter = _converter(rocm_version, config) if rich_reports else None
+    converter = _converter(rocm_version, config) if rich_reports or verify else None
+    converted = []  # (source, in-memory conversion) of each audited file, for --verify
     file_reports = []
     err = click.get_text_stream("stderr")
     if text_dest is None:
@@ -358,7 +385,7 @@ def audit(paths, exclude, follow_symlinks, archs, rocm, select, ignore, include_
             if problem is not None:
                 err.write(f"hipport: error: {problem}\n")
                 failed += 1
-                if converter is not None:
+                if rich_reports:
                     file_reports.append(failed_file(source.path, problem))
                 continue
             lines = src.split(b"\n")
@@ -390,9 +417,19 @@ def audit(paths, exclude, follow_symlinks, archs, rocm, select, ignore, include_
                 for hunk_line in suggestion_hunk(src, f):
                     out.write("    " + hunk_line + "\n")
             if converter is not None:
-                file_reports.append(file_report(source.path, src, shown, converter(src, path),
-                                                convert_findings=not selected))
+                conversion = converter(src, path)
+                if verify:
+                    converted.append((source, conversion))
+                if rich_reports:
+                    file_reports.append(file_report(source.path, src, shown, conversion,
+                                                    convert_findings=not selected))
     raise_if_interrupted()
+    verified = None
+    if toolchain is not None:
+        verified = verify_converted(toolchain, [s for s, _ in converted], [r for _, r in converted], "none", None,
+                                    [*config.paths("include-dirs"), *include_dirs], jobs or default_jobs(),
+                                    (tuple(rocm_version) + (0, 0))[:2])
+        _print_verify(verified, out if text_dest != "none" else err, quiet=quiet, verbose=verbose)
     out.flush()
     if write_baseline is not None:
         _write_baseline(write_baseline, current)
@@ -403,7 +440,7 @@ def audit(paths, exclude, follow_symlinks, archs, rocm, select, ignore, include_
         out.close()
     if rich_reports:
         report = AuditReport(file_reports, rule_table(hazards), arch_list, ".".join(map(str, rocm_version)),
-                             baseline_hidden=hidden)
+                             baseline_hidden=hidden, verify=verified)
         for fmt, dest in plan:
             if fmt == "text":
                 continue
@@ -429,7 +466,22 @@ def audit(paths, exclude, follow_symlinks, archs, rocm, select, ignore, include_
         err.write(line + "\n")
     if failed:
         sys.exit(EXIT_FILES_FAILED)
+    if verified is not None and verified.failed:
+        sys.exit(EXIT_NOT_BUILDING)
     sys.exit(EXIT_FINDINGS if failing else EXIT_OK)
+
+
+def _print_verify(result, stream, *, quiet: bool, verbose: bool) -> None:
+    """`--verify` in the text report (else on stderr, when no text report is asked for): as `convert --verify`
+    prints it; -q: one line per unit that does not compile."""
+    if quiet:
+        for unit in result.failed:
+            first = unit.errors[0] if unit.errors else None
+            stream.write(f"does not compile: {unit.shown}"
+                         + (f": {first.location()}: {first.message}" if first else "") + "\n")
+        return
+    console = Console(file=stream, highlight=False, soft_wrap=True)
+    render_verify(console, result, verbose=verbose, copy=True)
 
 
 def _plan_outputs(reports: tuple[str, ...], output: str | None, output_dir: Path | None) -> tuple[list, Path | None]:

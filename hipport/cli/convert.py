@@ -242,7 +242,7 @@ def convert(paths, output_dir, diff_mode, check, to_stdout, roc, rocm_version, l
     sys.stdout.flush()
     summary = summarize(results)
     if toolchain is not None:
-        summary.verify = _verify(toolchain, sources, results, write, output_dir,
+        summary.verify = verify_converted(toolchain, sources, results, write, output_dir,
                                  [*config.paths("include-dirs"), *include_dirs], jobs or default_jobs(), rocm)
     if not to_stdout or verbose:
         action = "would change" if write == "none" else "changed"
@@ -270,8 +270,8 @@ def convert(paths, output_dir, diff_mode, check, to_stdout, roc, rocm_version, l
 
 
 
-def _verify(toolchain, sources, results, write, output_dir, include_dirs, jobs, rocm):
-    """The converted tree as hipcc should see it: the files in place, the output tree, or (nothing written) a
+def verify_converted(toolchain, sources, results, write, output_dir, include_dirs, jobs, rocm):
+    """`--verify` of `convert` and of `audit` (which passes write="none"). The converted tree as hipcc should see it: the files in place, the output tree, or (nothing written) a
     temporary copy of the converted texts (paths relative to it); then `verify_tree`. An include folder inside an
     input tree is searched in its converted copy first."""
     files, mirrors = [], {}  # mirrors: input tree root -> where its converted copy is

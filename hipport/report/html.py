@@ -205,6 +205,68 @@ def _badge(sev: str, n: int | None = None) -> str:
     return f'<span class="badge {_esc(sev)}">{_esc(text)}</span>'
 
 
+def _verify_badge(report: AuditReport, path: str) -> str:
+    """`audit --verify`: whether the file, as a translation unit of its own, compiled ("" when not verified or
+    not a unit)."""
+    unit = report.unit(path)
+    if unit is None:
+        return ""
+    if unit.ok:
+        return ' <span class="badge vok" data-verify="ok" title="compiles with hipcc once converted">compiles</span>'
+    return (' <span class="badge verror" data-verify="failed" title="does not compile with hipcc once converted">'
+            'does not compile</span>')
+
+
+def _verify_section(report: AuditReport) -> str:
+    """`audit --verify`: one line for the run, then each unit that does not compile with its first errors and their
+    known cause and fix; the units that compile, collapsed."""
+    result = report.verify
+    if result is None:
+        return ""
+    index = {f.path: i for i, f in enumerate(report.files)}
+
+    def name(shown: str) -> str:
+        i = index.get(shown)
+        return f'<a href="#file-{i}">{_esc(shown)}</a>' if i is not None else _esc(shown)
+
+    units, failed = len(result.units), result.failed
+    version = f"HIP {result.hip_version[0]}.{result.hip_version[1]}" if result.hip_version else "HIP"
+    verdict = (f'<strong class="err"><span id="verify-failed">{len(failed)}</span> of '
+               f'<span id="verify-units">{units}</span> do not compile</strong>' if failed else
+               f'all <span id="verify-units">{units}</span> compile<span id="verify-failed" hidden>0</span>')
+    out = [f'<section id="verify"><h2>Does it build?</h2><p>The converted code (in a temporary copy: no file was '
+           f'written), each translation unit compiled with hipcc ({_esc(version)}, <code>HIP_PLATFORM=amd</code>, '
+           f'syntax only) for {_esc(", ".join(result.targets))}: {verdict}.'
+           + "".join(f" {_esc(t)} skipped ({_esc(why)})." for t, why in result.skipped_targets.items()) + "</p>"]
+    for note in result.notes:
+        out.append(f'<p class="muted">Note: {_esc(note)}</p>')
+    if failed:
+        out.append('<p class="muted">Line numbers are those of the converted text '
+                   '(<code>hipport convert --diff</code> shows it).</p>')
+    for unit in failed:
+        items = []
+        for e in unit.errors:
+            cause = ""
+            if e.cause is not None:
+                cause = (f'<div class="cause"><strong>Cause</strong> (<code>{_esc(e.cause.id)}</code>): '
+                         f'{_rich(e.cause_text)}' + (f'<br><strong>Fix</strong>: {_rich(e.fix)}' if e.fix else "")
+                         + "</div>")
+            items.append(f'<li class="cerr"><code class="loc">{_esc(e.location())}</code>: error: '
+                         f'<code>{_esc(e.message)}</code>{cause}</li>')
+        more = (f'<p class="muted">{unit.more} more error{"s" if unit.more != 1 else ""}</p>' if unit.more else "")
+        out.append(f'<div class="unit failed" data-unit="{_esc(unit.shown)}"><h4>{name(unit.shown)} '
+                   f'<span class="badge verror">does not compile</span></h4><ol class="cerrs">{"".join(items)}</ol>'
+                   f'{more}</div>')
+    ok = [u for u in result.units if u.ok]
+    if ok:
+        out.append(f'<details id="verify-ok"><summary>{len(ok)} unit{"s" if len(ok) != 1 else ""} that compile'
+                   f'</summary><ul class="plain">'
+                   + "".join(f'<li class="unit ok" data-unit="{_esc(u.shown)}">{name(u.shown)}</li>' for u in ok)
+                   + "</ul></details>")
+    out.append("</section>")
+    return "".join(out)
+
+
 def _ready_class(value: float) -> str:
     return "r-good" if value >= 0.9 else ("r-mid" if value >= 0.6 else "r-low")
 
@@ -226,6 +288,11 @@ def _summary(report: AuditReport) -> str:
                               f'{percent(report.readiness)}</span>',
          f'{report.converted} automatic vs. {report.manual} hand-work points'),
     ]
+    if report.verify is not None:
+        failed = len(report.verify.failed)
+        cards.append(("Builds with hipcc", f'<span class="{"r-low" if failed else "r-good"}">'
+                                           f'{len(report.verify.units) - failed}/{len(report.verify.units)}</span>',
+                      '<a href="#verify">translation units that compile once converted</a>'))
     out = ['<section id="summary" aria-label="Summary"><div class="cards">']
     for title, big, small in cards:
         out.append(f'<div class="card"><div class="ct">{title}</div><div class="big">{big}</div>'
@@ -292,7 +359,8 @@ def _file_table(report: AuditReport) -> str:
         ready = f.readiness
         cells = [
             f'<td data-v="{_esc(f.path)}"><a href="#file-{i}">{_esc(f.path)}</a>'
-            + (' <span class="badge error">unreadable</span>' if f.error else "") + "</td>",
+            + (' <span class="badge error">unreadable</span>' if f.error else "") + _verify_badge(report, f.path)
+            + "</td>",
             f'<td class="num" data-v="{f.lines}">{f.lines}</td>',
             f'<td class="num" data-v="{f.converted}">{f.converted}</td>',
         ]
@@ -336,7 +404,8 @@ def _file_section(i: int, f: FileReport, report: AuditReport, budget: _Budget) -
     rule_ids = " ".join(sorted(f.by_rule))
     sevs = " ".join(s for s in SEVERITY_ORDER if sev.get(s))
     head = (f'<summary><span class="path">{_esc(f.path)}</span> <span class="muted">{f.lines} lines, '
-            f'{f.converted} converted automatically, readiness {percent(f.readiness)}</span> {badges}</summary>')
+            f'{f.converted} converted automatically, readiness {percent(f.readiness)}</span> {badges}'
+            f'{_verify_badge(report, f.path)}</summary>')
     body = []
     if f.error:
         body.append(f'<p class="err">Not audited: {_esc(f.error)}</p>')
@@ -365,14 +434,16 @@ def _details(report: AuditReport) -> str:
     quiet = []
     budget = _Budget()
     for i, f in enumerate(report.files):
-        if not f.findings and not f.diff and not f.error:
+        unit = report.unit(f.path)
+        if not f.findings and not f.diff and not f.error and (unit is None or unit.ok):
             quiet.append((i, f))
             continue
         out.append(_file_section(i, f, report, budget))
     if quiet:
         # Files with nothing to port: one collapsed list, so a large tree stays a light page.
         items = "".join(f'<li class="file" id="file-{i}" data-file="{i}" data-sev="" data-rules="" '
-                        f'data-path="{_esc(f.path.lower())}" data-findings="0">{_esc(f.path)}</li>'
+                        f'data-path="{_esc(f.path.lower())}" data-findings="0">{_esc(f.path)}'
+                        f'{_verify_badge(report, f.path)}</li>'
                         for i, f in quiet)
         out.append(f'<details id="unchanged"><summary>{len(quiet)} file{"s" if len(quiet) != 1 else ""} with '
                    f'nothing to convert and no findings</summary><ul class="plain">{items}</ul></details>')
@@ -419,6 +490,9 @@ p code,td code,summary code,.msg code{background:var(--soft);padding:0 3px;borde
 .legend{margin-top:4px}
 .badge{display:inline-block;border-radius:10px;padding:0 8px;font-size:12px;color:#fff;background:#777;
 white-space:nowrap}
+.badge.vok{background:#2e7d32}.badge.verror{background:#8e1b1b}
+div.unit{border:1px solid var(--line);border-left:4px solid #8e1b1b;border-radius:6px;margin:8px 0;padding:4px 12px}
+ol.cerrs{padding-left:22px}li.cerr{margin:0 0 8px}.cause{margin:4px 0 0;font-size:13px}
 .badge.error{background:#c62828}.badge.warning{background:#e67700}.badge.info{background:#1769aa}
 td.error{color:#c62828;font-weight:600}td.warning{color:#b35900;font-weight:600}td.info{color:#1769aa}
 .r-good{color:#2e7d32}.r-mid{color:#b35900}.r-low{color:#c62828}
@@ -601,9 +675,11 @@ def render_html(report: AuditReport) -> str:
         f'<p class="muted">{total} file{"s" if total != 1 else ""} audited for ROCm {_esc(report.rocm_version)} on '
         f'{_esc(targets)} by hipport {_esc(report.tool_version)}. The conversion ran in memory: no file was '
         f'written. <a href="#todo">What to fix by hand</a> &middot; <a href="#files">Files</a> &middot; '
-        f'<a href="#details">File by file</a> &middot; <a href="#rules">Rules</a></p></header>',
+        f'<a href="#details">File by file</a> &middot; <a href="#rules">Rules</a>'
+        + (' &middot; <a href="#verify">Does it build?</a>' if report.verify is not None else "") + '</p></header>',
         '<div id="js-errors" role="alert" hidden></div>',
-        _summary(report), _todo(report), _file_table(report), _details(report), _rules(report),
+        _summary(report), _verify_section(report), _todo(report), _file_table(report), _details(report),
+        _rules(report),
         f"<script>{_SCRIPT}</script></body></html>\n",
     ]
     return head + "".join(body)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+from hipport.convert.verify import VerifyResult
 from hipport.report.model import (
     READINESS_DEFINITION,
     SEVERITY_ORDER,
@@ -20,7 +21,8 @@ def _severities(counter) -> dict[str, int]:
     return {s: counter.get(s, 0) for s in SEVERITY_ORDER}
 
 
-def _file(f: FileReport) -> dict:
+def _file(f: FileReport, report: AuditReport) -> dict:
+    unit = report.unit(f.path)
     return {
         "path": f.path,
         "uri": f.uri,
@@ -34,6 +36,7 @@ def _file(f: FileReport) -> dict:
         "findings_by_severity": _severities(f.by_severity),
         "conversions": [dict(c) for c in f.conversions],
         "diff": f.diff,
+        "compiles": None if unit is None else unit.ok,
         "findings": [{
             "rule": x.rule,
             "severity": x.severity,
@@ -44,6 +47,33 @@ def _file(f: FileReport) -> dict:
             "source_line": x.source_line,
             "fix": {"patch": "\n".join(x.patch) + "\n", "edits": x.edits} if x.patch else None,
         } for x in f.findings],
+    }
+
+
+def _verify(result: VerifyResult | None) -> dict | None:
+    if result is None:
+        return None
+    version = result.hip_version
+    return {
+        "compiler": {"name": "hipcc", "hip_version": f"{version[0]}.{version[1]}" if version else None,
+                     "platform": "amd"},
+        "targets": list(result.targets),
+        "skipped_targets": dict(result.skipped_targets),
+        "notes": list(result.notes),
+        "units": len(result.units),
+        "units_failed": len(result.failed),
+        "results": [{
+            "path": u.shown,
+            "ok": u.ok,
+            "errors": [{
+                "path": e.path,
+                "line": e.line,
+                "column": e.col,
+                "message": e.message,
+                "cause": None if e.cause is None else {"id": e.cause.id, "cause": e.cause_text, "fix": e.fix},
+            } for e in u.errors],
+            "more_errors": u.more,
+        } for u in result.units],
     }
 
 
@@ -74,7 +104,8 @@ def report_data(report: AuditReport) -> dict:
             "baseline_hidden": report.baseline_hidden,
         },
         "rules": rules,
-        "files": [_file(f) for f in report.files],
+        "verify": _verify(report.verify),
+        "files": [_file(f, report) for f in report.files],
     }
 
 

@@ -18,6 +18,31 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 
 
+def _verify(result) -> list[str]:
+    """One line for `--verify`, then each unit that does not compile with its first error, cause and fix."""
+    units, failed = len(result.units), result.failed
+    version = f"HIP {result.hip_version[0]}.{result.hip_version[1]}" if result.hip_version else "HIP"
+    verdict = (f"**{len(failed)} of {_plural(units, 'translation unit')} do not compile**" if failed else
+               f"all {_plural(units, 'translation unit')} compile" if units else "no translation unit to compile")
+    out = [f"**Does it build?** The converted code, compiled with hipcc ({version}, HIP_PLATFORM=amd, syntax only) "
+           f"for {_cell(', '.join(result.targets))}: {verdict}."]
+    if failed:
+        out.append("")
+        for unit in failed:
+            first = unit.errors[0] if unit.errors else None
+            line = f"- {_cell(unit.shown)}"
+            if first is not None:
+                line += f": {_cell(first.location())}: {_cell(first.message)}"
+                if first.cause is not None:
+                    line += f". Cause: {_cell(first.cause_text)}. Fix: {_cell(first.fix)}"
+            more = len(unit.errors) - 1 + unit.more
+            if more > 0:
+                line += f" (+{_plural(more, 'more error')})"
+            out.append(line)
+    out.append("")
+    return out
+
+
 def render_markdown(report: AuditReport) -> str:
     sev = report.by_severity
     parts = ", ".join(f"{sev[s]} {s}" for s in SEVERITY_ORDER if sev.get(s))
@@ -34,6 +59,8 @@ def render_markdown(report: AuditReport) -> str:
                + (f"; {report.baseline_hidden} findings accepted in the baseline are not counted"
                   if report.baseline_hidden else "") + ".")
     out.append("")
+    if report.verify is not None:
+        out += _verify(report.verify)
     rows = report.rule_severity_counts()
     if rows:
         files_per_rule: dict[str, int] = {}

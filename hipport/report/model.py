@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from hipport import __version__
+from hipport.convert.verify import UnitResult, VerifyResult
 from hipport.model import Edit, FileResult, Finding
 from hipport.scan import Lines
 
@@ -167,6 +168,17 @@ class AuditReport:
     rocm_version: str = ""
     tool_version: str = __version__
     baseline_hidden: int = 0            # findings accepted by --baseline and left out
+    verify: VerifyResult | None = None  # `audit --verify`: the converted tree compiled with hipcc (None: not run)
+    _units: dict | None = field(default=None, init=False, repr=False, compare=False)
+
+    def unit(self, path: str) -> UnitResult | None:
+        """The verify result of the file at ``path`` (a FileReport's path), or None: not verified, or not a
+        translation unit of its own (a header, a file another #includes)."""
+        if self.verify is None:
+            return None
+        if self._units is None:
+            self._units = {u.shown: u for u in self.verify.units}
+        return self._units.get(path)
 
     @property
     def lines(self) -> int:
