@@ -137,3 +137,46 @@ def test_report_in_chromium(chromium, report):
         (ROOT / "docs").mkdir(exist_ok=True)
         _chrome(chromium, base / "profile-docs", examples.as_uri(),
                 f"--screenshot={ROOT / 'docs' / 'report-screenshot.png'}", "--window-size=1200,1500")
+
+
+def test_verify_results_in_chromium(chromium, tmp_path):
+    """`audit --verify` (test_verify's fake hipcc on PATH: one unit fails, one compiles): the page shows the
+    "Does it build?" section with the JSON's counts, the failing unit with its error and cause, a badge on each
+    unit's row, and the script still runs with nothing on the console."""
+    from test_verify import FAKE
+
+    fakebin = tmp_path / "fakebin"
+    fakebin.mkdir()
+    (fakebin / "hipcc").write_text(FAKE.format(python=sys.executable))
+    (fakebin / "hipcc").chmod(0o755)
+    tree = tmp_path / "proj"
+    tree.mkdir()
+    (tree / "good.cu").write_bytes(b"#include <cuda_runtime.h>\n__global__ void k(int* o) { o[0] = 1; }\n")
+    (tree / HOSTILE_NAME).write_bytes(b"__global__ void r() { BREAK(__ballot_sync); } // <b>x</b>\n")
+    out = tmp_path / "out"
+    r = subprocess.run([sys.executable, "-m", "hipport", "audit", str(tree), "--verify", "--offload-arch", "gfx90a",
+                        "--no-cache", "--report", "html", "--report", "json", "-o", str(out)],
+                       capture_output=True, text=True, cwd=ROOT,
+                       env={**os.environ, "PATH": str(fakebin), "PYTHONPATH": str(ROOT)})
+    assert r.returncode == 4, r.stderr
+    data = json.loads((out / "hipport-report.json").read_text())
+    dump, stderr = _chrome(chromium, tmp_path / "profile", (out / "hipport-report.html").as_uri(), "--dump-dom")
+    assert _console(stderr) == []
+    dom = Dom(dump)
+    assert any(t == "html" and "js" in a.get("class", "").split() for t, a in dom.tags)
+    assert dom.text_of("js-errors") == ""
+    assert int(dom.text_of("verify-units")) == data["verify"]["units"] == 2
+    assert int(dom.text_of("verify-failed")) == data["verify"]["units_failed"] == 1
+    bad = str(tree / HOSTILE_NAME)
+    units = [a["data-unit"] for t, a in dom.tags if t == "div" and "unit" in a.get("class", "").split()]
+    assert units == [bad]
+    text = "".join(dom.text)
+    # Line 2 of the converted text (the runtime include added); each error with its cause, `code` as <code>.
+    assert f"{bad}:2:23: error: use of undeclared identifier '__ballot_sync'" in text
+    assert "HIP 5.2 has no __ballot_sync" in text
+    assert "user code defines atomicMax, which HIP already declares" in text
+    assert not any(t == "b" for t, _ in dom.tags)
+    rows = {a["data-path"]: a for t, a in dom.tags if t == "tr" and "frow" in a.get("class", "").split()}
+    assert len(rows) == len(data["files"]) == 2
+    badges = [a["data-verify"] for t, a in dom.tags if t == "span" and "data-verify" in a]
+    assert sorted(badges) == ["failed", "failed", "ok", "ok"]  # in the file table and in each file's section

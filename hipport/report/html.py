@@ -259,8 +259,8 @@ def _verify_section(report: AuditReport) -> str:
                    f'{more}</div>')
     ok = [u for u in result.units if u.ok]
     if ok:
-        out.append(f'<details id="verify-ok"><summary>{len(ok)} unit{"s" if len(ok) != 1 else ""} that compile'
-                   f'</summary><ul class="plain">'
+        which = "unit that compiles" if len(ok) == 1 else "units that compile"
+        out.append(f'<details id="verify-ok"><summary>{len(ok)} {which}</summary><ul class="plain">'
                    + "".join(f'<li class="unit ok" data-unit="{_esc(u.shown)}">{name(u.shown)}</li>' for u in ok)
                    + "</ul></details>")
     out.append("</section>")
