@@ -19,6 +19,7 @@ from hipport.audit.checks import (
     warp_loops,
     warpsize,
 )
+from hipport.audit.checks.common import wave_conditional_lines
 from hipport.audit.checks.context import Context
 from hipport.audit.hazards import load_hazards
 from hipport.model import Finding
@@ -30,6 +31,10 @@ CHECKS = (
     masks.check, ballot.check, lane_math.check, warp_loops.check, warpsize.check, inline_ptx.check,
     builtins.check, coop_groups.check, names.check, atomics.check,
 )
+
+
+# Rules about counting 32 lanes: silent where the code itself tests the wavefront size.
+_LANE_COUNT_RULES = frozenset({"warp-loop-32", "lane-math-32", "ballot-32bit", "launch-warps-32"})
 
 
 @dataclass(frozen=True)
@@ -62,6 +67,10 @@ def audit_source(src: bytes, path: str = "<stdin>", options: AuditOptions = Audi
     helpers.report_calls(ctx, own, local=True, macros=macros)
     helpers.report_calls(ctx, included, local=False, macros=macros)
     helpers.report_header_masks(ctx, macros, {**included, **own})
+    waves = wave_conditional_lines(ctx)
+    if waves:  # the 32-lane branch of code that chooses per wavefront size is meant for 32 lanes
+        ctx.findings = [f for f in ctx.findings if f.rule_id not in _LANE_COUNT_RULES
+                        or not any(a <= f.line <= b for a, b in waves)]
     # Suppressions are judged on every finding, selected or not: `--select` must not make one look unused.
     kept, sups = suppressions.apply(ctx, ctx.findings)
     kept += suppressions.report_unused(ctx, sups)

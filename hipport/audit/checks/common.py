@@ -348,6 +348,29 @@ def outer_decl(ctx: Context, name: bytes, before: int) -> int | None:
     return None
 
 
+_WAVE_TEST = re.compile(rb"WAVE(?:FRONT)?_?(?:SIZE|32|64)|__GFX(?:8|9|1[0-2])__|\bWARP_?SIZE\s*[=!<>]=|"
+                        rb"\bwarpSize\s*[=!<>]=|\bWarpSize\s*[=!<>]=")
+
+
+def wave_conditional_lines(ctx: Context) -> list[tuple[int, int]]:
+    """Line ranges of `#if` groups whose conditions test the wavefront size (`#ifdef WAVE64`, `#if
+    defined(__GFX9__)`, `#if WARP_SIZE == 64`): code that already chooses per wavefront size, in every branch."""
+    out, stack = [], []
+    dirs_ = ctx.structure.directives
+    for n, d in enumerate(dirs_):
+        cond = ctx.src[d.start:d.end]
+        if d.name in (b"if", b"ifdef", b"ifndef"):
+            guard = ctx.structure.guard is not None and n + 1 < len(dirs_) and dirs_[n + 1] is ctx.structure.guard
+            stack.append([d.start, not guard and bool(_WAVE_TEST.search(cond))])
+        elif d.name == b"elif" and stack:
+            stack[-1][1] = stack[-1][1] or bool(_WAVE_TEST.search(cond))
+        elif d.name == b"endif" and stack:
+            start, wave = stack.pop()
+            if wave:
+                out.append((ctx.lines.line_col(start)[0], ctx.lines.line_col(max(d.end - 1, start))[0]))
+    return out
+
+
 def user_defined(ctx: Context, name: bytes) -> bool:
     """The file defines ``name`` itself (a function or a macro), so its calls are not HIP's built-in."""
     if name in ctx.macros:
