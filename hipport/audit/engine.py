@@ -55,6 +55,10 @@ def run_checks(src: bytes, path: str, options: AuditOptions) -> Context:
     ctx = Context(src, path, options, load_hazards())
     for check in CHECKS:
         check(ctx)
+    waves = wave_conditional_lines(ctx)
+    if waves:  # the 32-lane branch of code that chooses per wavefront size is meant for 32 lanes
+        ctx.findings = [f for f in ctx.findings if f.rule_id not in _LANE_COUNT_RULES
+                        or not any(a <= f.line <= b for a, b in waves)]
     return ctx
 
 
@@ -67,10 +71,6 @@ def audit_source(src: bytes, path: str = "<stdin>", options: AuditOptions = Audi
     helpers.report_calls(ctx, own, local=True, macros=macros)
     helpers.report_calls(ctx, included, local=False, macros=macros)
     helpers.report_header_masks(ctx, macros, {**included, **own})
-    waves = wave_conditional_lines(ctx)
-    if waves:  # the 32-lane branch of code that chooses per wavefront size is meant for 32 lanes
-        ctx.findings = [f for f in ctx.findings if f.rule_id not in _LANE_COUNT_RULES
-                        or not any(a <= f.line <= b for a, b in waves)]
     # Suppressions are judged on every finding, selected or not: `--select` must not make one look unused.
     kept, sups = suppressions.apply(ctx, ctx.findings)
     kept += suppressions.report_unused(ctx, sups)

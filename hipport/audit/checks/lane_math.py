@@ -16,6 +16,7 @@ from hipport.audit.checks.common import (
     statement_end,
     statement_start,
     thread_derived,
+    wave_conditional_lines,
 )
 from hipport.audit.checks.context import (
     IDENT,
@@ -195,9 +196,13 @@ def _bank_padding(ctx: Context, lo: int, op: int) -> bool:
 
 def _check_constants(ctx: Context) -> None:
     """`#define WARP_SIZE 32`, `constexpr int kWarpSize = 32;`: the 32-lane assumption, named."""
+    waves = wave_conditional_lines(ctx)
     for name, d in ctx.macros.items():
         if not WARP_CONST_NAME.match(name):
             continue
+        line = ctx.lines.line_col(ctx.starts[d.first])[0]
+        if any(a <= line <= b for a, b in waves):
+            continue  # `#if defined(__GFX9__) ... #define WARP_SIZE 64 #else ... 32`: chosen per wavefront
         body = ctx.macro_value(name)
         if body is None:
             continue
