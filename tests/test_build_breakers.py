@@ -220,3 +220,35 @@ def test_device_side_launch_does_not_compile_with_hip(tmp_path):
                  "__global__ void parent(int *p) { child<<<1, 1>>>(p); }\n")
     r = syntax_check(f)
     assert r.returncode != 0 and "reference to __global__ function 'child' in __global__ function" in r.stderr
+
+
+TEXTURES = (b"#include <cuda_runtime.h>\n"
+            b"__global__ void k(cudaTextureObject_t tex, float *out, int *ids) {\n"
+            b"  out[0] = tex1Dfetch<float>(tex, 0);\n"
+            b"  ids[0] = (int)tex;\n"
+            b"  ids[1] = static_cast<unsigned long long>(tex) % 7;\n"
+            b"}\n"
+            b"void host(float *out, int *ids, cudaSurfaceObject_t surf) {\n"
+            b"  cudaTextureObject_t tex = 0, copy;\n"
+            b"  if (tex) copy = tex;\n"
+            b"  unsigned long long handle = (unsigned long long)tex;\n"
+            b"  int slot = surf % 16;\n"
+            b"  k<<<1, 1>>>(tex, out, ids);\n"
+            b"}\n")
+
+
+def test_texture_objects_used_as_integers_are_named(rules):
+    result = convert_source(TEXTURES, rules, OPTIONS)
+    found = [(f.line, f.subject) for f in result.findings if f.rule_id == "texture-object-integer"]
+    # the cast to a 64-bit integer (line 10) compiles on HIP and converts back; `if (tex)`, `= 0` and copies are fine
+    assert found == [(4, "tex"), (5, "tex"), (11, "surf")]
+
+
+def test_texture_objects_used_as_integers_do_not_compile_with_hip(rules, tmp_path):
+    """What the finding is about: exactly the reported lines are the ones hipcc rejects."""
+    require_hipcc()
+    f = tmp_path / "tex.cu"
+    f.write_bytes(convert_source(TEXTURES, rules, OPTIONS).after)
+    r = syntax_check(f)
+    lines = sorted({int(m) for m in re.findall(r"tex\.cu:(\d+):\d+: error", r.stderr)})
+    assert lines == [4, 5, 11], r.stderr[-2000:]

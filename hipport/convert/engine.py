@@ -25,6 +25,7 @@ from hipport.convert.legacy import keep_legacy_names
 from hipport.convert.macros import rewrite_conditions
 from hipport.convert.redefinitions import guard_redefinitions
 from hipport.convert.renames import rename_identifiers
+from hipport.convert.texture_objects import report_texture_integers
 from hipport.convert.shims import add_shims
 from hipport.model import FileResult, apply_edits
 from hipport.rules import RuleSet
@@ -38,6 +39,7 @@ def run_passes(ctx: ConversionContext) -> FileResult:
     rewrite_calls(ctx)
     report_device_launches(ctx)
     make_uint3_to_dim3(ctx)
+    report_texture_integers(ctx)
     if ctx.options.launch_syntax == "hip":
         rewrite_launches(ctx)
     add_shims(ctx)  # before the runtime include: an insertion made earlier lands later at the same offset

@@ -88,6 +88,10 @@ CONVERT_RULES = {
                       "HIP has no dynamic parallelism: HIP-Clang rejects a launch inside a `__global__` or "
                       "`__device__` function. Launch the child kernel from the host after the parent finishes, or "
                       "fold its work into the parent (a loop over the child's grid, or a cooperative launch)."),
+    "texture-object-integer": ("warning", "A texture or surface object used as an integer",
+                               "CUDA's texture and surface objects are `unsigned long long`; HIP's are pointers. "
+                               "Arithmetic on one, a cast to a narrower integer or a `static_cast` to an integer does "
+                               "not compile. Keep the handle in a variable, array or parameter of the HIP type."),
     "cuda-version-macro": ("warning", "A CUDA version macro in a preprocessor condition",
                            "Conditions on `CUDART_VERSION`, `__CUDA_ARCH__` values and the like do not mean the "
                            "same under HIP. Decide by hand which branch a HIP build needs (see the message)."),
