@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from hipport.audit.checks.common import (
     BALLOTS,
+    is_full_mask32,
     enclosing_calls,
     enclosing_open,
     is_32bit_type,
@@ -34,6 +35,8 @@ def check(ctx: Context) -> None:
             continue
         else:
             name = ctx.text[i].decode()
+        if ctx.text[i] != b"ballot" and ctx.match(ctx.next_code(i)) > i:
+            _full_compare(ctx, i, ctx.match(ctx.next_code(i)), name, reported)
         # Handed (possibly inside an expression) straight to a 32-bit bit function.
         for call in enclosing_calls(ctx, i):
             if ctx.text[call] in BIT32 and call not in reported:
@@ -69,6 +72,26 @@ def check(ctx: Context) -> None:
                    f"lanes 32-63 are lost (use `unsigned long long`)", edits=edits, confidence=confidence,
                    subject=name)
     _check_holders_in_bit_functions(ctx, holders, reported)
+
+
+def _full_compare(ctx: Context, first: int, last: int, name: str, reported: set[int]) -> None:
+    """`ballot == 0xffffffff`: "every lane voted" tested on 32 of the 64 bits, never true on a full 64-lane
+    wavefront. ``first``..``last`` is the ballot call or the variable holding it."""
+    for op, lit in ((ctx.next_code(last), ctx.next_code(ctx.next_code(last))),
+                    (ctx.prev_code(first), ctx.prev_code(ctx.prev_code(first)))):
+        if ctx.t(op) not in (b"==", b"!=") or lit in reported:
+            continue
+        is32, value = is_full_mask32(ctx, lit, lit + 1)
+        if not is32 or value != 0xFFFFFFFF:
+            body = ctx.macro_value(ctx.t(lit)) if ctx.kinds[lit] == IDENT else None
+            if not body or is_full_mask32(ctx, body[0], body[-1] + 1) != (True, 0xFFFFFFFF):
+                continue
+        reported.add(lit)
+        ctx.report(RULE, lit, f"`{name}` compared with the 32-bit `{ctx.text[lit].decode('latin-1')}`: \"every lane "
+                   f"voted\" is never true on a full 64-lane wavefront, whose ballot has 64 bits (compare with "
+                   f"`__activemask()`, or with the full mask of the wavefront size)", confidence="medium",
+                   subject=name, severity="warning")
+        return
 
 
 _GROUP_TYPES = {b"coalesced_group", b"thread_group", b"thread_block", b"grid_group", b"thread_block_tile"}
@@ -125,6 +148,7 @@ def _check_holders_in_bit_functions(ctx: Context, holders: dict, reported: set[i
                 continue
             if k != decl and ctx.is_decl_name(k):
                 break  # declared again further on: another variable from here
+            _full_compare(ctx, k, k, var.decode(), reported)
             for call in enclosing_calls(ctx, k):
                 if ctx.text[call] in BIT32 and call not in reported:
                     reported.add(call)
