@@ -25,6 +25,44 @@ def check(ctx: Context) -> None:
                 and ctx.is_call(i) and not user_defined(ctx, ctx.text[i]):
             _check_shuffle_call(ctx, i, flagged_loops)
     _check_lane_arrays(ctx)
+    _check_first_32_guard(ctx)
+
+
+def _check_first_32_guard(ctx: Context) -> None:
+    """`if (threadIdx.x < 32) { ... __shfl_down(v, o) ... }`: "the first warp" as 32 threads. On a 64-lane wavefront
+    they are half of one, and the shuffles inside read lanes 32-63, which hold no value of theirs."""
+    from hipport.audit.checks.common import thread_derived
+
+    derived: dict[int, set[bytes]] = {}
+    for i in range(ctx.n):
+        if ctx.text[i] != b"if" or not ctx.device[i] or ctx.t(ctx.next_code(i)) != b"(":
+            continue
+        open_ = ctx.next_code(i)
+        close = ctx.match(open_)
+        if close <= open_:
+            continue
+        code = [k for k in range(open_ + 1, close) if ctx.kinds[k] != COMMENT]
+        if len(code) < 3 or ctx.text[code[-2]] != b"<" or int_value(ctx.text[code[-1]]) != 32:
+            continue
+        fn = ctx.function_at(i)
+        if fn is None:
+            continue
+        if fn.body[0] not in derived:
+            derived[fn.body[0]] = thread_derived(ctx, fn)
+        left = code[:-2]
+        if not any(ctx.text[k] in (b"threadIdx", b"hipThreadIdx_x") or ctx.text[k] in derived[fn.body[0]]
+                   for k in left) or is_lane_like(ctx, left[0], left[-1] + 1):
+            continue  # `lane < 32` is "the low half", a choice; `tid < 32` is "the first warp"
+        body = ctx.next_code(close)
+        end = ctx.match(body) if ctx.t(body) == b"{" else body
+        while ctx.t(body) != b"{" and end < ctx.n and ctx.text[end] != b";":
+            end += 1
+        if not any(ctx.text[k] in SHUFFLES and ctx.is_call(k) for k in range(body, max(end, body) + 1)):
+            continue
+        ctx.report(RULE, code[-1], f"`{ctx.span_text(code[0], code[-1] + 1).decode('latin-1')}` takes the first 32 "
+                   f"threads as a warp: on a 64-lane wavefront they are half of one, and the shuffles inside read "
+                   f"lanes 32-63, which take no part (test `< warpSize`, or give lanes 32-63 a neutral value)",
+                   confidence="medium", subject="< 32", severity="warning")
 
 
 def _split_for(ctx: Context, i: int):
