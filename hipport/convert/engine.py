@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 
+from hipport.convert.brace_assign import typed_empty_braces
 from hipport.convert.callsites import rewrite_calls
 from hipport.convert.cpp_compat import drop_register
 from hipport.convert.device_launch import report_device_launches
@@ -39,6 +40,7 @@ def run_passes(ctx: ConversionContext) -> FileResult:
     rewrite_calls(ctx)
     report_device_launches(ctx)
     make_uint3_to_dim3(ctx)
+    typed_empty_braces(ctx)
     report_texture_integers(ctx)
     if ctx.options.launch_syntax == "hip":
         rewrite_launches(ctx)

@@ -1,0 +1,51 @@
+"""`x = {};` for a half-precision variable becomes `x = half2{};`.
+
+HIP's `__half` and `__half2` have several assignment operators (from their raw forms, from float...), so an empty
+braced list matches more than one and the assignment is ambiguous ("use of overloaded operator '=' is ambiguous");
+nvcc's have one. Writing the type makes it the value-initialised object the braces meant. Initialisations
+(`half2 x = {};`) compile as they are and are left alone.
+"""
+
+from __future__ import annotations
+
+import re
+
+from hipport.convert.context import ConversionContext
+
+_TYPES = (b"half2", b"half", b"__half2", b"__half", b"__nv_bfloat16", b"__nv_bfloat162")
+_DECLARED = re.compile(rb"\b(" + b"|".join(_TYPES) + rb")\s+((?:[A-Za-z_]\w*\s*(?:=\s*[^,;]*)?,\s*)*[A-Za-z_]\w*)")
+_ASSIGN = re.compile(rb"\b([A-Za-z_]\w*)(\s*=\s*)\{\s*\}")
+
+
+def typed_empty_braces(ctx: ConversionContext) -> None:
+    if b"{}" not in ctx.src.replace(b" ", b"") or not any(t in ctx.src for t in _TYPES):
+        return
+    types: dict[bytes, bytes] = {}
+    for m in _DECLARED.finditer(ctx.src):
+        for part in m.group(2).split(b","):
+            name = re.match(rb"\s*([A-Za-z_]\w*)", part)
+            if name:
+                types[name.group(1)] = m.group(1)
+    for m in _ASSIGN.finditer(ctx.src):
+        name = m.group(1)
+        if name not in types or _is_declaration(ctx.src, m.start()):
+            continue
+        token = _token(ctx, m.start(1))
+        if token is None or ctx.skip[token]:
+            continue
+        at = m.end(2)
+        rule = ctx.rules.names.get(types[name].decode())
+        hip = rule.target(ctx.options.roc) if rule is not None else None
+        ctx.convert(at, at, (hip or types[name].decode()).encode(), "= {}", "argument")
+
+
+def _is_declaration(src: bytes, start: int) -> bool:
+    """`half2 x = {}`: the word before the name is its type."""
+    before = src[max(0, start - 40):start].rstrip()
+    return any(before.endswith(t) for t in _TYPES) or before.endswith(b",")
+
+
+def _token(ctx: ConversionContext, offset: int) -> int | None:
+    from hipport.convert.context import token_at
+
+    return token_at(ctx.tokens, offset)
