@@ -264,3 +264,18 @@ void run(float* d, int n) { rows<<<n, 4 * 32>>>(d); }
         return {f.line for f in found if f.rule_id == "launch-warps-32"}
     assert lines(("gfx90a",)) == {2}
     assert lines(("gfx1100",)) == set()
+
+
+def test_one_template_argument_splitter_serves_every_check():
+    from hipport.audit.checks.common import split_template_args
+    from hipport.audit.checks.context import Context
+    from hipport.audit.engine import AuditOptions as Options
+    from hipport.audit.hazards import load_hazards
+
+    src = b"void f() { g<a<int>, (b < c), sizeof(x)>(1); h<m<n>>(2); k<1, 2; }"
+    ctx = Context(src, "t.cu", Options(), load_hazards())
+    opens = [i for i in range(ctx.n) if ctx.text[i] == b"<" and ctx.text[i - 1] in (b"g", b"h", b"k")]
+    g, h, k = (split_template_args(ctx, i) for i in opens)
+    assert [ctx.span_text(a, b) for a, b in g[0]] == [b"a<int>", b"(b < c)", b"sizeof(x)"]
+    assert [ctx.span_text(a, b) for a, b in h[0]] == [b"m<n"]  # `>>` is one token: it closes both, ending both
+    assert k is None  # the statement ends before a closing `>`

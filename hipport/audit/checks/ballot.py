@@ -79,7 +79,7 @@ def _full_compare(ctx: Context, first: int, last: int, name: str, reported: set[
     wavefront. ``first``..``last`` is the ballot call or the variable holding it."""
     for op, lit in ((ctx.next_code(last), ctx.next_code(ctx.next_code(last))),
                     (ctx.prev_code(first), ctx.prev_code(ctx.prev_code(first)))):
-        if ctx.t(op) not in (b"==", b"!=") or lit in reported:
+        if ctx.t(op) not in (b"==", b"!=") or not 0 <= lit < ctx.n or lit in reported:
             continue
         is32, value = is_full_mask32(ctx, lit, lit + 1)
         if not is32 or value != 0xFFFFFFFF:
