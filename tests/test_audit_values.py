@@ -279,3 +279,19 @@ def test_one_template_argument_splitter_serves_every_check():
     assert [ctx.span_text(a, b) for a, b in g[0]] == [b"a<int>", b"(b < c)", b"sizeof(x)"]
     assert [ctx.span_text(a, b) for a, b in h[0]] == [b"m<n"]  # `>>` is one token: it closes both, ending both
     assert k is None  # the statement ends before a closing `>`
+
+
+def test_atomic_types_from_an_included_header(tmp_path):
+    (tmp_path / "types.h").write_text("#pragma once\ntypedef __half half_t;\nusing real = float;\n")
+    kernel = tmp_path / "k.cu"
+    kernel.write_text('#include "types.h"\n'
+                      "__global__ void k(half_t* h, real* r, int* n) {\n"
+                      "    atomicAdd(h, h[1]);\n"
+                      "    atomicAdd(r, 1.0f);\n"
+                      "    atomicAdd(n, 1);\n"
+                      "}\n")
+    found = {(f.line, f.rule_id) for f in audit_source(kernel.read_bytes(), str(kernel))}
+    assert (3, "atomic-half-type") in found and (4, "atomic-float-add") in found
+    assert not {r for line, r in found if line == 5}  # an integer atomic is fine
+    (tmp_path / "types.h").unlink()
+    assert (3, "atomic-half-type") not in {(f.line, f.rule_id) for f in audit_source(kernel.read_bytes(), str(kernel))}

@@ -50,9 +50,12 @@ class AuditOptions:
         return (not self.select or rule_id in self.select) and rule_id not in self.ignore
 
 
-def run_checks(src: bytes, path: str, options: AuditOptions) -> Context:
-    """Every check over one file; the findings are left in ``ctx.findings``, unfiltered."""
+def run_checks(src: bytes, path: str, options: AuditOptions, prepare=None) -> Context:
+    """Every check over one file; the findings are left in ``ctx.findings``, unfiltered. ``prepare(ctx)`` runs
+    before the checks (the engine hands them what the included headers define)."""
     ctx = Context(src, path, options, load_hazards())
+    if prepare is not None:
+        prepare(ctx)
     for check in CHECKS:
         check(ctx)
     waves = wave_conditional_lines(ctx)
@@ -64,10 +67,16 @@ def run_checks(src: bytes, path: str, options: AuditOptions) -> Context:
 
 def audit_source(src: bytes, path: str = "<stdin>", options: AuditOptions = AuditOptions()) -> list[Finding]:
     """Findings for one file's bytes, sorted by position. Raises scan.LexError when libclang cannot read it."""
-    ctx = run_checks(src, path, options)
+    headers = []
+
+    def prepare(ctx: Context) -> None:
+        headers.append(helpers.of_includes(ctx, path, options))
+        ctx.header_aliases = headers[0][2]
+
+    ctx = run_checks(src, path, options, prepare)
     label = os.path.basename(path)
     own = helpers.summarise(ctx, list(ctx.findings), label)
-    included, macros = helpers.of_includes(ctx, path, options)
+    included, macros, _aliases = headers[0]
     helpers.report_calls(ctx, own, local=True, macros=macros)
     helpers.report_calls(ctx, included, local=False, macros=macros)
     helpers.report_header_masks(ctx, macros, {**included, **own})

@@ -22,6 +22,7 @@ from hipport.audit.checks.common import (
     outer_decl,
     split_template_args,
 )
+from hipport.audit.checks.atomics import type_aliases
 from hipport.audit.checks.context import COMMENT, IDENT, LITERAL, Context, int_value
 from hipport.model import Finding
 
@@ -520,26 +521,26 @@ def report_header_masks(ctx: Context, macros: dict[bytes, tuple[str, str]], help
 
 @lru_cache(maxsize=256)
 def header_summary(path: str, mtime_ns: int, size: int, options) \
-        -> tuple[dict[str, Helper], dict[bytes, tuple[str, str]]]:
-    """The helpers and 32-bit mask macros of one header, audited with the including file's options (cached per
-    version)."""
+        -> tuple[dict[str, Helper], dict[bytes, tuple[str, str]], dict[bytes, str]]:
+    """The helpers, 32-bit mask macros and float/half type aliases of one header, audited with the including
+    file's options (cached per version)."""
     from hipport.audit.engine import (
         run_checks,  # the engine runs this module; the import is deferred
     )
 
     if size > _MAX_HEADER_BYTES:
-        return {}, {}
+        return {}, {}, {}
     try:
         with open(path, "rb") as fh:
             src = fh.read()
     except OSError:
-        return {}, {}
+        return {}, {}, {}
     try:
         ctx = run_checks(src, path, options)
     except Exception:  # noqa: BLE001 - a header that cannot be lexed has no summary; its own audit says why
-        return {}, {}
+        return {}, {}, {}
     label = os.path.basename(path)
-    return summarise(ctx, ctx.findings, label), mask_macros(ctx, label)
+    return summarise(ctx, ctx.findings, label), mask_macros(ctx, label), type_aliases(ctx)
 
 
 _QUOTED_INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*"([^"\n]+)"', re.M)
@@ -563,10 +564,13 @@ def dependency_key(src: bytes, path: str, include_dirs: tuple[str, ...] = ()) ->
     return "\n".join(parts).encode("utf-8", "surrogateescape")
 
 
-def of_includes(ctx: Context, path: str, options) -> tuple[dict[str, Helper], dict[bytes, tuple[str, str]]]:
-    """The helpers and mask macros of the headers ``path`` includes with quotes (the first definition wins)."""
+def of_includes(ctx: Context, path: str, options) \
+        -> tuple[dict[str, Helper], dict[bytes, tuple[str, str]], dict[bytes, str]]:
+    """The helpers, mask macros and type aliases of the headers ``path`` includes with quotes (the first
+    definition wins)."""
     helpers: dict[str, Helper] = {}
     macros: dict[bytes, tuple[str, str]] = {}
+    aliases: dict[bytes, str] = {}
     for header in included_headers(ctx, path, tuple(getattr(options, "include_dirs", ()))):
         if os.path.abspath(header) == os.path.abspath(path):
             continue
@@ -574,12 +578,14 @@ def of_includes(ctx: Context, path: str, options) -> tuple[dict[str, Helper], di
             st = os.stat(header)
         except OSError:
             continue
-        found, masks = header_summary(header, st.st_mtime_ns, st.st_size, options)
+        found, masks, types = header_summary(header, st.st_mtime_ns, st.st_size, options)
         for name, helper in found.items():
             helpers.setdefault(name, helper)
         for name, value in masks.items():
             macros.setdefault(name, value)
-    return helpers, macros
+        for name, value in types.items():
+            aliases.setdefault(name, value)
+    return helpers, macros, aliases
 
 
 def helpers_of_includes(ctx: Context, path: str, options) -> dict[str, Helper]:

@@ -330,23 +330,49 @@ _BUILTIN_TYPES = {"float", "double", "int", "unsigned", "long", "short", "char",
                   "uint32_t", "int64_t", "uint64_t"} | _HALF_TYPES
 
 
-def _type_alias(ctx: Context, name: bytes) -> str | None:
-    """`float`/`double` where this file says `#define name float`, `typedef float name;` or `using name = float;`."""
+_ALIASED = {b"float", b"double"} | {t.encode() for t in _HALF_TYPES}
+
+
+def type_alias(ctx: Context, name: bytes) -> str | None:
+    """`float`, `double` or a half type where this file says `#define name float`, `typedef __half name;` or
+    `using name = float;`; else what an included header says (``ctx.header_aliases``)."""
     body = ctx.macro_value(name)
     if body is not None:
-        return ctx.text[body[0]].decode("latin-1") if len(body) == 1 and ctx.text[body[0]] in (b"float", b"double") \
-            else None
+        return ctx.text[body[0]].decode("latin-1") if len(body) == 1 and ctx.text[body[0]] in _ALIASED else None
     for k in range(ctx.n - 2):
         if ctx.text[k] != name or ctx.kinds[k] != IDENT or ctx.t(ctx.next_code(k)) not in (b";", b"="):
             continue
         p = ctx.prev_code(k)
-        if ctx.t(p) in (b"float", b"double") and ctx.t(ctx.prev_code(p)) == b"typedef":
+        if ctx.t(p) in _ALIASED and ctx.t(ctx.prev_code(p)) == b"typedef":
             return ctx.text[p].decode()
         if ctx.t(ctx.next_code(k)) == b"=" and ctx.t(p) == b"using":
             v = ctx.next_code(ctx.next_code(k))
-            if ctx.t(v) in (b"float", b"double") and ctx.t(ctx.next_code(v)) == b";":
+            if ctx.t(v) in _ALIASED and ctx.t(ctx.next_code(v)) == b";":
                 return ctx.text[v].decode()
-    return None
+    return ctx.header_aliases.get(name)
+
+
+_type_alias = type_alias
+
+
+def type_aliases(ctx: Context) -> dict[bytes, str]:
+    """Every name this file makes `float`, `double` or a half type (`#define`, `typedef`, `using`), in one pass."""
+    out: dict[bytes, str] = {}
+    for name in ctx.macros:
+        body = ctx.macro_value(name)
+        if body and len(body) == 1 and ctx.text[body[0]] in _ALIASED:
+            out[name] = ctx.text[body[0]].decode("latin-1")
+    for k in range(1, ctx.n - 2):
+        t = ctx.text[k]
+        if t == b"typedef" and ctx.t(ctx.next_code(k)) in _ALIASED:
+            name = ctx.next_code(ctx.next_code(k))
+            if ctx.kinds[name] == IDENT and ctx.t(ctx.next_code(name)) == b";":
+                out.setdefault(ctx.text[name], ctx.text[ctx.next_code(k)].decode("latin-1"))
+        elif t == b"using" and ctx.kinds[ctx.next_code(k)] == IDENT and ctx.t(ctx.next_code(ctx.next_code(k))) == b"=":
+            v = ctx.next_code(ctx.next_code(ctx.next_code(k)))
+            if ctx.t(v) in _ALIASED and ctx.t(ctx.next_code(v)) == b";":
+                out.setdefault(ctx.text[ctx.next_code(k)], ctx.text[v].decode("latin-1"))
+    return out
 
 
 def _template_header(ctx: Context, name_index: int) -> list[str]:

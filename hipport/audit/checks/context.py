@@ -89,6 +89,8 @@ class Context:
         self._parsed: clangparse.Parsed | None | bool = False
         self._allocs: dict[str, Allocation] | None = None
         self._launch_args: dict[str, dict[int, list[str]]] | None = None
+        # Type aliases (`typedef __half half_t;`) of the headers the file includes with quotes, set by the engine.
+        self.header_aliases: dict[bytes, str] = {}
 
     # -- structure ------------------------------------------------------------------------------
     def _match_brackets(self) -> None:
