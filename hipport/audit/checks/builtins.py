@@ -168,6 +168,10 @@ def _sync_before_62(ctx: Context, i: int, word: bytes) -> None:
                f"`{plain}` without the mask", severity="error", edits=edits, subject=word.decode())
 
 
+_SYNCWARP_7_0 = ('(__builtin_amdgcn_fence(__ATOMIC_RELEASE, "wavefront"), __builtin_amdgcn_wave_barrier(), '
+                 '__builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "wavefront"))')
+
+
 def _syncwarp(ctx: Context, i: int) -> None:
     args = ctx.call_args(i) or []
     partial = False
@@ -182,7 +186,8 @@ def _syncwarp(ctx: Context, i: int) -> None:
                    severity="warning", confidence="medium", subject="__syncwarp")
     elif ctx.rocm < (7, 0):
         end = ctx.match(ctx.next_code(i))
-        ctx.report(RULE, i, f"`__syncwarp` has no HIP form before ROCm 7.0 (targeting {_v(ctx.rocm)}); "
-                   f"`__builtin_amdgcn_wave_barrier()` keeps the wavefront together",
-                   severity="error", edits=[ctx.edit(i, "__builtin_amdgcn_wave_barrier()", end)],
-                   subject="__syncwarp")
+        # ROCm 7.0's own __syncwarp: the barrier alone would let the compiler move loads and stores across it
+        ctx.report(RULE, i, f"`__syncwarp` has no HIP form before ROCm 7.0 (targeting {_v(ctx.rocm)}); write what "
+                   f"ROCm 7.0's does, a wave barrier between a release and an acquire fence (`hipport convert` "
+                   f"defines a stand-in `__syncwarp` instead)",
+                   severity="error", edits=[ctx.edit(i, _SYNCWARP_7_0, end)], subject="__syncwarp")
