@@ -274,9 +274,17 @@ def test_show_tells_the_call_and_macro_rewrites_convert_does(env):
 
 
 def test_show_a_name_only_the_audit_knows(env):
-    out = _show(env, "__syncwarp")
+    out = _show(env, "__reduce_add_sync")
     assert "convert:      no rule: left as it is" in out and "warp-builtin-unavailable" in out
-    assert "__syncwarp();" in _convert("__device__ void f() { __syncwarp(); }\n", "5.2")
+    assert "__reduce_add_sync(m, v);" in _convert("__device__ int f(unsigned m, int v) { return __reduce_add_sync(m, v); }\n", "5.2")
+
+
+def test_show_a_stand_in(env):
+    out = _show(env, "__syncwarp")
+    assert "stand-in definition, rules/shims.toml" in out and "older than 7.0" in out
+    assert "warp-builtin-unavailable" in out
+    converted = _convert("__device__ void f() { __syncwarp(); }\n", "5.2")
+    assert "#define HIPPORT_SHIM___syncwarp" in converted and "__syncwarp();" in converted
 
 
 def test_show_a_header_and_a_namespace(env):

@@ -358,6 +358,20 @@ def _semantic_lines(sem: Semantic, name: str) -> list[str]:
                   f"  convert:      {mode}{when}: "
                   + ("; ".join(_op_text(op) for op in rw.ops) or "renamed only, arguments left as written")
                   + (f" (reported: {rw.note})" if rw.note else "")]
+    for shim in (sem.shims or {}).values():
+        if name == shim.name or name in shim.cuda:
+            never = shim.hip_from[0] >= 999
+            when = "always (HIP has no form of it)" if never else f"when targeting a ROCm older than {v(shim.hip_from)}"
+            lines += [f"{name}  (stand-in definition, rules/shims.toml)",
+                      f"  convert:      {when}: a definition of `{shim.name}` is written into the file before the "
+                      f"first declaration calling it, under `#if {shim.guard}` (shim-added); {shim.note}"]
+    if name in (sem.location or {}):
+        count, pos, flags, hip, declared = sem.location[name]
+        lines += [f"{name}  (call rewrite, rules/calls.toml [location])",
+                  f"  convert:      a call with {count} arguments becomes `{hip}(...)` with the device ordinal of the "
+                  f"{_ordinal(pos)} argument, a cudaMemLocation"
+                  + (f", the flags ({_ordinal(flags)}) dropped" if flags is not None else "")
+                  + (" (only where the file shows it is a location)" if declared else "")]
     if name in sem.guards:
         lines += [f"{name}  (CUDA header-guard macro, rules/macros.toml)",
                   f"  convert:      `{sem.guards[name]}` in #if, #ifdef, #ifndef, #elif and defined(); "

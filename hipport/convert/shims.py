@@ -29,6 +29,8 @@ def add_shims(ctx: ConversionContext) -> None:
     for name, shim in shims.items():
         if target[:2] >= shim.hip_from[:2] or not any(c.encode() in ctx.src for c in shim.cuda):
             continue
+        if ctx.options.roc and any(getattr(ctx.rules.names.get(c), "roc", None) for c in shim.cuda):
+            continue  # --roc writes the ROC library's name (rocsparse_get_status_description), not this one
         uses, declared = _uses(ctx, {c.encode() for c in shim.cuda} | {name.encode()})
         if declared or not uses or f"HIPPORT_SHIM_{name}".encode() in ctx.src:
             continue
