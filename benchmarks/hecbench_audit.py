@@ -19,6 +19,10 @@ The hand ports are one team's choices, not ground truth: some target newer ROCm,
     python3 benchmarks/hecbench_audit.py                      # ../shared/corpus/hecbench/src, all benchmarks
     python3 benchmarks/hecbench_audit.py --limit 60 -v        # a sample, with each missed hazard listed
     python3 benchmarks/hecbench_audit.py --json out.json      # per-benchmark figures
+
+Besides the raw figures it prints the recall on the hunks labelled must-fix and the false alarms on lines labelled
+correct, from the hand labels in `benchmarks/hecbench_audit_labels.toml` (every missed hunk and every flagged line
+the hand port kept is labelled; a new one without a label is counted apart and listed).
 """
 
 from __future__ import annotations
@@ -75,6 +79,19 @@ def _lines(data: bytes) -> list[str]:
     return data.decode("utf-8", "replace").splitlines()
 
 
+def _norm(line: str) -> str:
+    """A line's text with its whitespace collapsed: the stable part of a hunk or alarm id."""
+    return " ".join(line.split())[:160]
+
+
+def _bench_rel(path: Path) -> str:
+    """`NAME/rel/path` for a file under `NAME-cuda/`: the benchmark and file part of an id."""
+    for parent in path.parents:
+        if parent.name.endswith("-cuda"):
+            return f"{parent.name[:-5]}/{path.relative_to(parent).as_posix()}"
+    return path.name
+
+
 def _map_back(original: list[str], converted: list[str]) -> list[int]:
     """Line index in the converted text -> line index in the original (conversion adds or drops a few lines)."""
     back = [0] * (len(converted) + 1)
@@ -106,6 +123,11 @@ def measure_file(cuda_path: Path, hip_path: Path, rules, convert_options, audit_
             flagged.setdefault(f.line, []).append(f.rule_id)
     hazards, found, missed = 0, 0, []
     correct, alarms, alarm_lines = 0, 0, []
+    rel = _bench_rel(cuda_path)
+    hunks: list[dict] = []
+    alarm_ids: list[str] = []
+    hunk_ids: dict[str, int] = {}
+    alarm_seen: dict[str, int] = {}
     sm = difflib.SequenceMatcher(None, converted, hand, autojunk=False)
     for tag, i1, i2, j1, j2 in sm.get_opcodes():
         if tag == "equal":
@@ -116,6 +138,9 @@ def measure_file(cuda_path: Path, hip_path: Path, rules, convert_options, audit_
                     if line in flagged:
                         alarms += 1
                         alarm_lines.append(f"{cuda_path}:{line}: {','.join(flagged[line])}: {original[back[i]].strip()[:100]}")
+                        text = _norm(original[back[i]])
+                        alarm_seen[text] = alarm_seen.get(text, 0) + 1
+                        alarm_ids.append(f"{rel}: {text}" + (f" #{alarm_seen[text]}" if alarm_seen[text] > 1 else ""))
             continue
         old, new = converted[i1:i2], hand[j1:j2]
         if not any(WARP.search(x) for x in old + new):
@@ -125,12 +150,23 @@ def measure_file(cuda_path: Path, hip_path: Path, rules, convert_options, audit_
         hazards += 1
         lo = back[i1] + 1 if i1 < len(converted) else len(original)
         hi = back[i2 - 1] + 1 if i2 > i1 else lo
-        if any(line in flagged for line in range(lo - 1, hi + 2)):
+        hit = any(line in flagged for line in range(lo - 1, hi + 2))
+        # The id rests on the CUDA text (not the converted one) or, for a pure insertion, on the hand port's text,
+        # so a change in hipport's renames does not orphan a label.
+        text = _norm(original[back[i1]]) if i2 > i1 else "+ " + _norm(next((x for x in new if x.strip()), ""))
+        hunk_ids.setdefault(text, 0)
+        hunk_ids[text] += 1
+        hid = f"{rel}: {text}" + (f" #{hunk_ids[text]}" if hunk_ids[text] > 1 else "")
+        hunk = {"id": hid, "found": hit, "line": lo}
+        if not hit:
+            hunk.update(path=str(cuda_path), converted=old, hand=new)
+        hunks.append(hunk)
+        if hit:
             found += 1
         else:
             missed.append(f"{cuda_path}:{lo}: " + " | ".join(x.strip() for x in old[:2])[:140])
     return {"hazards": hazards, "found": found, "missed": missed, "correct": correct, "alarms": alarms,
-            "alarm_lines": alarm_lines}
+            "alarm_lines": alarm_lines, "hunks": hunks, "alarm_ids": alarm_ids}
 
 
 _STATE = None
@@ -144,7 +180,8 @@ def _init(state) -> None:
 def _bench(args) -> tuple[str, dict]:
     src, name = args
     rules, convert_options, audit_options = _STATE
-    total = {"hazards": 0, "found": 0, "missed": [], "correct": 0, "alarms": 0, "alarm_lines": [], "errors": []}
+    total = {"hazards": 0, "found": 0, "missed": [], "correct": 0, "alarms": 0, "alarm_lines": [], "errors": [],
+             "hunks": [], "alarm_ids": []}
     for cuda_path, hip_path in _pairs(src, name):
         r = measure_file(cuda_path, hip_path, rules, convert_options, audit_options)
         if "error" in r:
@@ -154,6 +191,8 @@ def _bench(args) -> tuple[str, dict]:
             total[k] += r.get(k, 0)
         total["missed"] += r.get("missed", [])
         total["alarm_lines"] += r.get("alarm_lines", [])
+        total["hunks"] += r.get("hunks", [])
+        total["alarm_ids"] += r.get("alarm_ids", [])
     return name, total
 
 
@@ -164,6 +203,8 @@ def main() -> int:
     ap.add_argument("-j", "--jobs", type=int, default=2)
     ap.add_argument("--json", type=Path, help="write per-benchmark figures here")
     ap.add_argument("-v", "--verbose", action="store_true", help="list each missed hazard and each false alarm")
+    ap.add_argument("--labels", type=Path, default=Path(__file__).with_name("hecbench_audit_labels.toml"),
+                    help="hand labels of the missed hunks and flagged lines (must-fix / taste / correct)")
     args = ap.parse_args()
     if not args.src.is_dir():
         print(f"{args.src}: no HeCBench corpus here; pass its src/ folder", file=sys.stderr)
@@ -201,10 +242,76 @@ def main() -> int:
         print(f"recall without the largest benchmark ({big}, {r['hazards']} hunks): {f - r['found']}/{h - r['hazards']}"
               f" = {(f - r['found']) / max(h - r['hazards'], 1):.1%}")
     print(f"false alarms: {a}/{c} warp/atomic lines the hand port kept are flagged = {a / max(c, 1):.1%}")
+    labelled = _labelled_figures(results, args.labels, a, c, args.verbose)
     if args.json:
-        args.json.write_text(json.dumps({"recall": [f, h], "false_alarms": [a, c], "benchmarks": results},
-                                        indent=1, sort_keys=True))
+        args.json.write_text(json.dumps({"recall": [f, h], "false_alarms": [a, c], "labelled": labelled,
+                                         "benchmarks": results}, indent=1, sort_keys=True))
     return 0
+
+
+def _labelled_figures(results: dict, path: Path, alarms: int, correct: int, verbose: bool) -> dict:
+    """Recall on the hunks labelled must-fix and false alarms on the lines labelled correct (labels: `path`).
+
+    Only the missed hunks and the flagged lines are labelled by hand; a hunk the audit found carries no label unless
+    one is given and is counted as must-fix (a finding lies on it), which the printed line says. A missed hunk or an
+    alarm without a label is counted apart and listed, so a new one is seen rather than silently scored."""
+    import tomllib
+
+    if not path.is_file():
+        print(f"{path}: no labels; must-fix recall not computed")
+        return {}
+    data = tomllib.loads(path.read_text())
+    hunk_labels, alarm_labels = data.get("hunks", {}), data.get("alarms", {})
+    for table, allowed in ((hunk_labels, {"must-fix", "taste"}), (alarm_labels, {"must-fix", "correct"})):
+        for key, value in table.items():
+            if value.get("label") not in allowed or not value.get("reason"):
+                raise SystemExit(f"{path}: {key!r}: label must be one of {sorted(allowed)}, with a reason")
+    count = {"found_mf": 0, "found_unlabelled": 0, "found_taste": 0, "missed_mf": 0, "missed_taste": 0}
+    unlabelled, seen, missed_mf = [], set(), []
+    for name, r in sorted(results.items()):
+        for hunk in r.get("hunks", []):
+            label = hunk_labels.get(hunk["id"], {}).get("label")
+            seen.add(hunk["id"])
+            if hunk["found"]:
+                count["found_taste" if label == "taste" else "found_mf" if label else "found_unlabelled"] += 1
+            elif label == "must-fix":
+                count["missed_mf"] += 1
+                missed_mf.append(hunk["id"])
+            elif label == "taste":
+                count["missed_taste"] += 1
+            else:
+                unlabelled.append(f"hunk: {hunk['id']}")
+    false_alarms = real_alarms = 0
+    for name, r in sorted(results.items()):
+        for aid in r.get("alarm_ids", []):
+            label = alarm_labels.get(aid, {}).get("label")
+            seen.add(aid)
+            if label == "correct":
+                false_alarms += 1
+            elif label == "must-fix":
+                real_alarms += 1
+            else:
+                unlabelled.append(f"alarm: {aid}")
+    stale = sorted(k for k in (*hunk_labels, *alarm_labels) if k not in seen)
+    found = count["found_mf"] + count["found_unlabelled"]
+    total = found + count["missed_mf"]
+    print(f"must-fix recall: {found}/{total} = {found / max(total, 1):.1%} (missed: {count['missed_mf']} labelled "
+          f"must-fix, {count['missed_taste']} labelled taste and left out; found: {count['found_unlabelled']} "
+          f"unlabelled hunks counted as must-fix, {count['found_mf']} labelled must-fix, {count['found_taste']} "
+          f"labelled taste and left out)")
+    print(f"false alarms on lines labelled correct: {false_alarms}/{correct - real_alarms} = "
+          f"{false_alarms / max(correct - real_alarms, 1):.1%} ({real_alarms} of the {alarms} flagged lines the hand "
+          f"port kept are labelled must-fix: the hand port kept a hazard)")
+    for m in missed_mf:
+        print(f"    missed must-fix: {m}")
+    print(f"unlabelled: {len(unlabelled)} missed hunks or alarms (listed), {len(stale)} stale labels")
+    for u in unlabelled:
+        print(f"    unlabelled {u}")
+    if verbose:
+        for k in stale:
+            print(f"    stale label: {k}")
+    return {"must_fix_recall": [found, total], "false_alarms_labelled": [false_alarms, correct - real_alarms],
+            "unlabelled": unlabelled, "stale": stale, **count}
 
 
 if __name__ == "__main__":
