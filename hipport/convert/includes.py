@@ -102,6 +102,21 @@ _IMPLICIT_RUNTIME_SUFFIXES = (".cu", ".cuh", ".h", ".hpp", ".hh", ".hxx", ".inl"
 _RUNTIME_CATEGORIES = frozenset({"runtime", "driver"})
 
 
+def top_of_file(ctx: ConversionContext) -> int | None:
+    """Where an include the file lacks goes: after its include guard and its leading comments (None: the file has
+    nothing but comments)."""
+    guard = ctx.structure.guard
+    kinds = ctx.tokens.kinds
+    start_index = guard.last if guard is not None else 0
+    first = next((i for i in range(start_index, len(ctx.tokens)) if kinds[i] != COMMENT), None)
+    if first is None:
+        return None
+    at = ctx.lines.line_start(ctx.tokens.starts[first])
+    if first > 0 and ctx.tokens.ends[first - 1] > at:  # a comment ends on this line: stay after it
+        at = ctx.tokens.starts[first]
+    return at
+
+
 def insert_runtime_include(ctx: ConversionContext) -> None:
     """`#include <hip/hip_runtime.h>` in a file with device code, or in a .cu file or header that uses the runtime or
     driver API without including it (nvcc includes cuda_runtime.h in every .cu file itself)."""
@@ -111,15 +126,8 @@ def insert_runtime_include(ctx: ConversionContext) -> None:
             ctx.path.lower().endswith(_IMPLICIT_RUNTIME_SUFFIXES)
             and any(c.category in _RUNTIME_CATEGORIES for c in ctx.result.conversions)):
         return
-    structure = ctx.structure
-    guard = structure.guard
-    kinds = ctx.tokens.kinds
-    start_index = guard.last if guard is not None else 0
-    first = next((i for i in range(start_index, len(ctx.tokens)) if kinds[i] != COMMENT), None)
-    if first is None:
+    at = top_of_file(ctx)
+    if at is None:
         return
-    at = ctx.lines.line_start(ctx.tokens.starts[first])
-    if first > 0 and ctx.tokens.ends[first - 1] > at:  # a comment ends on this line: stay after it
-        at = ctx.tokens.starts[first]
     line = b"#include <hip/hip_runtime.h>" + ctx.newline()
     ctx.convert(at, at, line, "(device code)", "include")

@@ -13,6 +13,7 @@ from __future__ import annotations
 import bisect
 
 from hipport.convert.context import ConversionContext
+from hipport.convert.includes import top_of_file
 from hipport.scan import COMMENT, IDENT, KEYWORD
 
 CATEGORY = "shim"
@@ -124,7 +125,8 @@ def _insertion_point(ctx: ConversionContext, first: int) -> int:
     tokens, kinds, structure = ctx.tokens, ctx.tokens.kinds, ctx.structure
     directives = {d.first: d for d in structure.directives}
     guard_block = structure.guard_block
-    point = _top(ctx)
+    point = top_of_file(ctx)
+    point = len(ctx.src) if point is None else point
     braces = conds = 0
     i = 0
     while i < first:
@@ -159,20 +161,6 @@ def _opens_guard(structure, d) -> bool:
     """Whether directive ``d`` is the `#ifndef` of the include guard (its block is not nesting)."""
     g = structure.guard
     return g is not None and g.name == b"define" and d.first < g.first and not d.block
-
-
-def _top(ctx: ConversionContext) -> int:
-    """Where the runtime include goes in a file without one: after the guard and the leading comments."""
-    guard = ctx.structure.guard
-    kinds = ctx.tokens.kinds
-    start = guard.last if guard is not None else 0
-    first = next((i for i in range(start, len(ctx.tokens)) if kinds[i] != COMMENT), None)
-    if first is None:
-        return len(ctx.src)
-    at = ctx.lines.line_start(ctx.tokens.starts[first])
-    if first > 0 and ctx.tokens.ends[first - 1] > at:
-        at = ctx.tokens.starts[first]
-    return at
 
 
 def _v(version: tuple) -> str:
