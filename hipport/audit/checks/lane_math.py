@@ -19,6 +19,7 @@ from hipport.audit.checks.common import (
     wave_conditional_lines,
 )
 from hipport.audit.checks.context import (
+    COMMENT,
     IDENT,
     LANE_FUNCS,
     LITERAL,
@@ -29,7 +30,8 @@ from hipport.audit.checks.context import (
 
 RULE = "lane-math-32"
 WARP_CONST_NAME = re.compile(rb"(?i)^(?:k_?|c_?|g_?)?(?:warp_?size|warp_?sz|warp_?lanes|warp_?width|"
-                             rb"lanes?_?per_?warp|threads?_?per_?warp|warp_?threads|cuda_?warp_?size|wsize|ws)$")
+                             rb"lanes?_?per_?warp|threads?_?per_?warp|warp_?threads|cuda_?warp_?size|wsize|ws|"
+                             rb"wave_?size|wavefront_?size|wave_?lanes)$")
 BLOCK_NAME = re.compile(rb"(?i)(block|threads|tpb|nthreads|num_?threads|cta)")
 BLOCK_DIM = {b"blockDim", b"hipBlockDim_x", b"hipBlockDim_y", b"hipBlockDim_z"}
 _FLOAT_32 = re.compile(rb"^32(?:\.0*)?[fF]?$|^32\.0*$")
@@ -100,6 +102,7 @@ def check(ctx: Context) -> None:
         ctx.report(RULE, op, f"`{expr}` computes a {what} for 32-lane warps; use {advice}",
                    confidence=confidence, edits=edits, subject=ctx.text[op].decode() + " " + ctx.text[i].decode())
     _check_constants(ctx)
+    _check_lane_arrays(ctx)
     _check_last_lane(ctx)
 
 
@@ -246,6 +249,82 @@ def _check_constants(ctx: Context) -> None:
         ctx.report(RULE, v, f"`{name.decode()}` is 32; every lane and warp computed from it assumes 32-lane warps "
                    f"({how})", edits=edits, subject=name.decode())
         _report_uses(ctx, name, v, range(i + 1, fn.body[1]) if fn is not None else range(i + 1, ctx.n))
+
+
+def _lane_valued(ctx: Context, first: int, last: int, names: set[bytes]) -> bool:
+    """Tokens ``first`` .. ``last`` hold a lane number counted by the hardware: `x % warpSize`,
+    `x & (warpSize - 1)`, `__lane_id()`, a lane-named variable or one of ``names`` (set from such a value)."""
+    for k in range(first, last):
+        t = ctx.text[k]
+        if t == b"__lane_id" or (ctx.kinds[k] == IDENT and (t in names or LANE_NAME.match(t))):
+            return True
+        if t == b"warpSize" and ctx.t(ctx.prev_code(k)) == b"%":
+            return True
+        if t == b"warpSize" and ctx.t(ctx.next_code(k)) == b"-" and ctx.t(ctx.prev_code(ctx.prev_code(k))) == b"&":
+            return True
+    return False
+
+
+def _lane_names(ctx: Context, lo: int, hi: int) -> set[bytes]:
+    """Variables of a function body that hold a lane number or run over the lanes of a wavefront: declared from a
+    lane value (`int rd = F * (threadIdx.x % warpSize);`), or a loop variable bounded by a multiple of `warpSize`
+    (`for (int i = threadIdx.x; i < warpSize * 8; ...)`). One step of def-use, in source order."""
+    names: set[bytes] = set()
+    for k in range(lo, hi):
+        if ctx.kinds[k] != IDENT or ctx.t(ctx.next_code(k)) != b"=" or not ctx.is_decl_name(k):
+            continue
+        end = statement_end(ctx, k)
+        if _lane_valued(ctx, ctx.next_code(k) + 1, end, names):
+            names.add(ctx.text[k])
+        elif ctx.t(end) == b";" and ctx.t(enclosing_open(ctx, k)) == b"(" and \
+                ctx.t(ctx.prev_code(enclosing_open(ctx, k))) == b"for":
+            cond_end = statement_end(ctx, end + 1)
+            cond = [ctx.text[m] for m in range(end + 1, cond_end)]
+            if cond[:1] == [ctx.text[k]] and b"warpSize" in cond and b"*" in cond:
+                names.add(ctx.text[k])
+    return names
+
+
+def _check_lane_arrays(ctx: Context) -> None:
+    """`__shared__ int4 buf[32 * F];` in a kernel that indexes it per lane with `% warpSize` (or a loop up to
+    `warpSize * n`): one slot group per lane of a 32-lane warp, so lanes 32-63 of a wave64 write and read past its
+    end. A per-warp array (`[32]`, indexed by `tid / warpSize`) is not one: 32 warps cover more than wave64 needs."""
+    if b"__shared__" not in ctx.words or b"warpSize" not in ctx.words:
+        return
+    waves = wave_conditional_lines(ctx)
+    for fn in ctx.functions:
+        if not fn.device:
+            continue
+        lo, hi = fn.body
+        names: set[bytes] | None = None
+        for i in range(lo, hi):
+            if ctx.text[i] != b"__shared__":
+                continue
+            end = statement_end(ctx, i)
+            open_ = next((k for k in range(i, end) if ctx.text[k] == b"["), None)
+            if open_ is None or ctx.kinds[ctx.prev_code(open_)] != IDENT or ctx.match(open_) <= open_:
+                continue
+            close = ctx.match(open_)
+            size = [k for k in range(open_ + 1, close) if ctx.kinds[k] != COMMENT]
+            # `32 * F` or `F * 32`: 32 lanes times a per-lane stride (a bare `[32]` is the per-warp idiom).
+            thirty_twos = [k for k in size if ctx.kinds[k] == LITERAL and int_value(ctx.text[k]) == 32
+                        and b"*" in (ctx.t(ctx.prev_code(k)), ctx.t(ctx.next_code(k)))]
+            if len(thirty_twos) != 1 or any(ctx.text[k] in (b"/", b"%", b">>") for k in size):
+                continue
+            line = ctx.lines.line_col(ctx.starts[i])[0]
+            if any(a <= line <= b for a, b in waves):
+                continue
+            name = ctx.text[ctx.prev_code(open_)]
+            if names is None:
+                names = _lane_names(ctx, lo, hi)
+            uses = [k for k in range(end, hi) if ctx.text[k] == name and ctx.t(ctx.next_code(k)) == b"["]
+            if not any(_lane_valued(ctx, ctx.next_code(k) + 1, ctx.match(ctx.next_code(k)), names) for k in uses):
+                continue
+            lit = thirty_twos[0]
+            ctx.report(RULE, lit, f"`{name.decode()}` is sized for 32 lanes (`{ctx.span_text(size[0], size[-1] + 1).decode()}`) "
+                       f"but indexed per lane with `warpSize`: lanes 32-63 of a 64-lane wavefront go past its end "
+                       f"(size it for 64 lanes; `warpSize` is not a constant)", confidence="medium",
+                       edits=[ctx.edit(lit, "64")], subject=name.decode())
 
 
 # Where a warp-size constant of 32 turns into a lane or warp number, a per-lane array or a lane-count test.
