@@ -72,6 +72,7 @@ def check(ctx: Context) -> None:
                    f"lanes 32-63 are lost (use `unsigned long long`)", edits=edits, confidence=confidence,
                    subject=name)
     _check_holders_in_bit_functions(ctx, holders, reported)
+    _check_joined_halves(ctx, holders, reported)
 
 
 def _full_compare(ctx: Context, first: int, last: int, name: str, reported: set[int]) -> None:
@@ -137,6 +138,42 @@ def _tile_size(ctx: Context, decl: int, init: list[bytes]) -> int | None:
         if w == b"tiled_partition" and init[j + 1] == b"<" and init[j + 3] == b">":
             return int_value(init[j + 2])
     return None
+
+
+def _check_joined_halves(ctx: Context, holders: dict, reported: set[int]) -> None:
+    """`(half[tid + 32] << 32) + bitmap`: a 64-bit word built from the ballots of two 32-lane warps. On a 64-lane
+    wavefront one ballot already holds every lane, and the "upper half" is another lane's copy of the same ballot;
+    the store that hands that half over (`if (lane == 32) half[tid] = bitmap;`) is reported with it."""
+    for decl, var in holders.items():
+        block = enclosing_open(ctx, decl, b"{")
+        hi = ctx.match(block) if block >= 0 and ctx.match(block) > block else ctx.n
+        for k in range(decl + 1, hi):
+            if ctx.text[k] != var or ctx.kinds[k] != IDENT or ctx.is_decl_name(k):
+                continue
+            if ctx.t(ctx.prev_code(k)) not in (b"+", b"|") and ctx.t(ctx.next_code(k)) not in (b"+", b"|"):
+                continue
+            first = statement_start(ctx, k)
+            last = next((m for m in range(k, hi) if ctx.text[m] in (b";", b"{", b"}")), hi)
+            shift = next((m for m in range(first, last) if ctx.text[m] == b"<<"
+                          and int_value(ctx.t(ctx.next_code(m))) == 32 and m != k), None)
+            if shift is None or shift in reported:
+                continue
+            reported.add(shift)
+            ctx.report(RULE, shift, f"a 64-bit word joined from two 32-lane ballots (`{var.decode()}` and a half "
+                       f"shifted by 32): on a 64-lane wavefront `{var.decode()}` already holds all 64 lanes, so the "
+                       f"upper half repeats them (keep the ballot in `unsigned long long` and split by the "
+                       f"wavefront size)", confidence="medium", subject=var.decode())
+            arrays = {ctx.text[m] for m in range(first, shift) if ctx.kinds[m] == IDENT
+                      and ctx.t(ctx.next_code(m)) == b"["}
+            for m in range(block if block >= 0 else 0, hi):
+                if ctx.text[m] in arrays and ctx.t(ctx.next_code(m)) == b"[":
+                    after = ctx.next_code(ctx.match(ctx.next_code(m)))
+                    if ctx.t(after) == b"=" and ctx.t(ctx.next_code(after)) == var \
+                            and ctx.t(ctx.next_code(ctx.next_code(after))) == b";" and m not in reported:
+                        reported.add(m)
+                        ctx.report(RULE, m, f"`{var.decode()}` stored as the upper half of a word joined from two "
+                                   f"32-lane ballots: on a 64-lane wavefront there is no second warp's half",
+                                   confidence="medium", subject=var.decode())
 
 
 def _check_holders_in_bit_functions(ctx: Context, holders: dict, reported: set[int]) -> None:
