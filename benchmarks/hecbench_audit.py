@@ -226,15 +226,17 @@ def main() -> int:
     c = sum(r["correct"] for r in results.values())
     a = sum(r["alarms"] for r in results.values())
     with_hazards = sum(1 for r in results.values() if r["hazards"])
+    labels = _read_labels(args.labels)
     for name, r in sorted(results.items()):
         if r["hazards"] or r["alarms"]:
             print(f"{name:32} hazards {r['hazards']:3}  found {r['found']:3}  warp lines kept {r['correct']:4}  "
                   f"flagged {r['alarms']:3}")
         if args.verbose:
-            for m in r["missed"]:
-                print(f"    missed: {m}")
-            for m in r["alarm_lines"]:
-                print(f"    alarm:  {m}")
+            missed_hunks = [x for x in r["hunks"] if not x["found"]]
+            for m, hunk in zip(r["missed"], missed_hunks):
+                print(f"    missed [{_label_of(labels, 'hunks', hunk['id'])}]: {m}")
+            for m, aid in zip(r["alarm_lines"], r["alarm_ids"]):
+                print(f"    alarm [{_label_of(labels, 'alarms', aid)}]:  {m}")
     print(f"\n{len(names)} benchmarks, {with_hazards} with warp-level hand changes")
     print(f"recall: {f}/{h} hand-fixed warp-level hunks have a warning or error nearby = {f / max(h, 1):.1%}")
     if results:
@@ -249,18 +251,26 @@ def main() -> int:
     return 0
 
 
+def _read_labels(path: Path) -> dict:
+    import tomllib
+
+    return tomllib.loads(path.read_text()) if path.is_file() else {}
+
+
+def _label_of(labels: dict, table: str, key: str) -> str:
+    return labels.get(table, {}).get(key, {}).get("label", "unlabelled")
+
+
 def _labelled_figures(results: dict, path: Path, alarms: int, correct: int, verbose: bool) -> dict:
     """Recall on the hunks labelled must-fix and false alarms on the lines labelled correct (labels: `path`).
 
     Only the missed hunks and the flagged lines are labelled by hand; a hunk the audit found carries no label unless
     one is given and is counted as must-fix (a finding lies on it), which the printed line says. A missed hunk or an
     alarm without a label is counted apart and listed, so a new one is seen rather than silently scored."""
-    import tomllib
-
     if not path.is_file():
         print(f"{path}: no labels; must-fix recall not computed")
         return {}
-    data = tomllib.loads(path.read_text())
+    data = _read_labels(path)
     hunk_labels, alarm_labels = data.get("hunks", {}), data.get("alarms", {})
     for table, allowed in ((hunk_labels, {"must-fix", "taste"}), (alarm_labels, {"must-fix", "correct"})):
         for key, value in table.items():
