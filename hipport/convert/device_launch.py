@@ -7,11 +7,16 @@ is, with the usual ways out; the text is left as it is.
 
 from __future__ import annotations
 
-from hipport.convert.context import ConversionContext
+import re
+
+from hipport.convert.context import ConversionContext, token_at
 from hipport.scan import COMMENT
 
 RULE = "device-launch"
 _DEVICE = {b"__global__", b"__device__"}
+
+
+_INTEREST = re.compile(rb"__global__|__device__|<<<|[{};]")
 
 
 def report_device_launches(ctx: ConversionContext) -> None:
@@ -19,14 +24,24 @@ def report_device_launches(ctx: ConversionContext) -> None:
         return
     tokens, kinds = ctx.tokens, ctx.tokens.kinds
     in_directive = ctx.structure.in_directive
-    n = len(tokens)
     depth = 0
     pending = False        # a __global__/__device__ seen outside a function body, its body not yet open
     body_depth = None      # the brace depth of that function's body while inside it
-    for i in range(n):
-        if kinds[i] == COMMENT or in_directive[i]:
+    # Only the tokens this walk cares about, found by a regex (a Python loop over every token costs too much).
+    for m in _INTEREST.finditer(ctx.src):
+        i = token_at(tokens, m.start())
+        if i is None or kinds[i] == COMMENT or in_directive[i] or tokens.starts[i] != m.start():
             continue
-        t = tokens.text(i)
+        t = m.group()
+        if t == b"<<<":
+            if body_depth is not None:
+                ctx.finding(RULE, "error", m.start(),
+                            "a kernel launched from device code (dynamic parallelism): HIP has none; launch it from "
+                            "the host after this kernel, or fold its work into this kernel (a loop, or a cooperative "
+                            "grid)", subject="<<<")
+            continue
+        if tokens.text(i) != t:
+            continue  # inside a string or a longer token
         if body_depth is None:
             if t in _DEVICE:
                 pending = True
@@ -40,9 +55,3 @@ def report_device_launches(ctx: ConversionContext) -> None:
             if body_depth is not None and depth == body_depth:
                 body_depth = None
             depth = max(0, depth - 1)
-        elif t == b"<<" and body_depth is not None and i + 1 < n and tokens.text(i + 1) == b"<" \
-                and tokens.ends[i] == tokens.starts[i + 1]:
-            ctx.finding(RULE, "error", tokens.starts[i],
-                        "a kernel launched from device code (dynamic parallelism): HIP has none; launch it from the "
-                        "host after this kernel, or fold its work into this kernel (a loop, or a cooperative grid)",
-                        subject="<<<")

@@ -11,10 +11,13 @@ that declares the name itself is left alone, which also makes a second run chang
 from __future__ import annotations
 
 import bisect
+import re
+from functools import lru_cache
 
 from hipport.convert.context import ConversionContext
 from hipport.convert.includes import top_of_file
 from hipport.scan import COMMENT, IDENT, KEYWORD
+from hipport.semantic import load_semantic
 
 CATEGORY = "shim"
 _NEVER = (999, 0)  # hip_from of a name no HIP release has (semantic._NEVER)
@@ -27,8 +30,14 @@ _STATEMENT_WORDS = {b"return", b"else", b"do", b"case", b"throw", b"co_return", 
 def add_shims(ctx: ConversionContext) -> None:
     shims = ctx.semantic.shims or {}
     target = ctx.options.rocm_version
+    present = set()
+    for prefix, pattern in _name_patterns(tuple(shims)):
+        if prefix in ctx.src:
+            present.update(pattern.findall(ctx.src))
+    if not present:
+        return
     for name, shim in shims.items():
-        if target[:2] >= shim.hip_from[:2] or not any(c.encode() in ctx.src for c in shim.cuda):
+        if target[:2] >= shim.hip_from[:2] or not any(c.encode() in present for c in shim.cuda):
             continue
         if ctx.options.roc and any(getattr(ctx.rules.names.get(c), "roc", None) for c in shim.cuda):
             continue  # --roc writes the ROC library's name (rocsparse_get_status_description), not this one
@@ -53,6 +62,18 @@ def add_shims(ctx: ConversionContext) -> None:
         ctx.finding("shim-added", "info", ctx.tokens.starts[first],
                     f"`{name}` {missing}: hipport defined it in this file, under `#if {shim.guard}`; {shim.note}",
                     subject=name)
+
+
+@lru_cache(maxsize=4)
+def _name_patterns(names: tuple) -> list[tuple[bytes, re.Pattern]]:
+    """The CUDA names stand-ins answer, grouped by their first three characters: a substring test per group (fast)
+    decides whether the group's regex runs over the file at all."""
+    groups: dict[bytes, set] = {}
+    for n in names:
+        for c in (load_semantic().shims or {})[n].cuda:
+            groups.setdefault(c.encode()[:3], set()).add(c.encode())
+    return [(prefix, re.compile(rb"\b(?:" + b"|".join(re.escape(c) for c in sorted(cs, key=len, reverse=True))
+                                + rb")\b")) for prefix, cs in sorted(groups.items())]
 
 
 def _uses(ctx: ConversionContext, names: set) -> tuple[list[int], bool]:
