@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from hipport.audit.checks.common import (
     BALLOTS,
     is_full_mask32,
@@ -140,6 +142,28 @@ def _tile_size(ctx: Context, decl: int, init: list[bytes]) -> int | None:
     return None
 
 
+_WAVE_CONDITION = re.compile(rb"(?i)(?:warp_?size|wave(?:front)?_?size)\s*[=!<>]=\s*(?:32|64)\b|"
+                             rb"\b(?:32|64)\s*[=!<>]=\s*(?:warp_?size|wave(?:front)?_?size)")
+
+
+def _in_wave_branch(ctx: Context, k: int) -> bool:
+    """``k`` lies in a branch of an `if` (`if constexpr`) that tests the warp size (`if constexpr (WarpSize == 64)
+    {...} else {...}`): the code there is written for the size its branch is taken with."""
+    block = enclosing_open(ctx, k, b"{")
+    while block >= 0:
+        before = ctx.prev_code(block)
+        if ctx.t(before) == b"else":
+            close = ctx.prev_code(before)  # `}` of the `if` part
+            open_ = ctx.match(close) if ctx.t(close) == b"}" else -1
+            before = ctx.prev_code(open_) if open_ >= 0 else -1
+        if ctx.t(before) == b")" and 0 <= ctx.match(before) < before:
+            cond = ctx.span_text(ctx.match(before), before + 1)
+            if ctx.t(ctx.prev_code(ctx.match(before))) in (b"if", b"constexpr") and _WAVE_CONDITION.search(cond):
+                return True
+        block = enclosing_open(ctx, block, b"{")
+    return False
+
+
 def _check_joined_halves(ctx: Context, holders: dict, reported: set[int]) -> None:
     """`(half[tid + 32] << 32) + bitmap`: a 64-bit word built from the ballots of two 32-lane warps. On a 64-lane
     wavefront one ballot already holds every lane, and the "upper half" is another lane's copy of the same ballot;
@@ -156,7 +180,7 @@ def _check_joined_halves(ctx: Context, holders: dict, reported: set[int]) -> Non
             last = next((m for m in range(k, hi) if ctx.text[m] in (b";", b"{", b"}")), hi)
             shift = next((m for m in range(first, last) if ctx.text[m] == b"<<"
                           and int_value(ctx.t(ctx.next_code(m))) == 32 and m != k), None)
-            if shift is None or shift in reported:
+            if shift is None or shift in reported or _in_wave_branch(ctx, k):
                 continue
             reported.add(shift)
             ctx.report(RULE, shift, f"a 64-bit word joined from two 32-lane ballots (`{var.decode()}` and a half "
