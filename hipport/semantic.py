@@ -292,7 +292,9 @@ def _shims(path, data) -> dict:
         if not isinstance(cuda, list) or not cuda or not all(isinstance(c, str) and _IDENT.match(c) for c in cuda):
             raise RuleError(f"{path}: `[{name}]` needs `cuda`, a list of C identifiers")
         fields = {k: _str(path, name, k, e.get(k)) for k in ("guard", "code", "note", "source")}
-        out[name] = Shim(name, tuple(cuda), _version(path, f"{name}.hip_from", e.get("hip_from")), **fields)
+        # "never": no HIP release declares the name (atomicInc_system: hip#2656 says none is planned)
+        since = _NEVER if e.get("hip_from") == "never" else _version(path, f"{name}.hip_from", e.get("hip_from"))
+        out[name] = Shim(name, tuple(cuda), since, **fields)
     return out
 
 

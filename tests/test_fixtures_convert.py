@@ -17,7 +17,8 @@ OPTIONS = ConvertOptions(rocm_version=(6, 3))
 # hipBLAS, hipFFT, hipSOLVER, hipCUB, rocBLAS and MIOpen are not packaged by Debian; bf16 and a missing local header
 # are left for the user on purpose. The rocSPARSE fixture targets Debian's rocSPARSE (5.3).
 COMPILED = ["runtime", "driver", "rtc", "curand", "cusparse", "cucomplex", "calls", "launch", "rocsparse", "rocrand",
-            "register", "cg-order", "hostalloc", "defaults", "rtc-options", "old-rocm", "grid-constant", "memlocation", "dim3", "half-braces"]
+            "register", "cg-order", "hostalloc", "defaults", "rtc-options", "old-rocm", "grid-constant", "memlocation", "dim3", "half-braces",
+            "cudart-cb", "atomic-system"]
 
 
 def options_for(source: Path) -> ConvertOptions:
