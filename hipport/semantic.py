@@ -255,7 +255,7 @@ def _location(path, data) -> dict:
 _SIMD_GUARD = "defined(__HIP_PLATFORM_AMD__)"
 _SIMD_NOTE = ("HIP has no SIMD video intrinsics; this loops over the lanes, as CUDA documents it (check the hot "
               "loops that use it: a lane loop is slower than NVIDIA's single instruction)")
-_NEVER = (999, 0)  # `hip_from` of a name no HIP release has
+NEVER = (999, 0)  # `hip_from` of a name no HIP release has
 
 
 def _simd_shims(path, table) -> dict:
@@ -273,7 +273,7 @@ def _simd_shims(path, table) -> dict:
                             "`expr` and true/false `saturate`, `unary`, `sum`")
         spec = SimdSpec(e["bits"], e["lanes"], e["expr"], e.get("saturate", False), e.get("unary", False),
                         e.get("sum", False))
-        out[name] = Shim(name, (name,), _NEVER, _SIMD_GUARD, simd_code(name, spec), _SIMD_NOTE,
+        out[name] = Shim(name, (name,), NEVER, _SIMD_GUARD, simd_code(name, spec), _SIMD_NOTE,
                          "CUDA Math API, SIMD intrinsics; HIPIFY's CUDA_Device_API_supported_by_HIP table (no HIP name)")
     return out
 
@@ -293,7 +293,7 @@ def _shims(path, data) -> dict:
             raise RuleError(f"{path}: `[{name}]` needs `cuda`, a list of C identifiers")
         fields = {k: _str(path, name, k, e.get(k)) for k in ("guard", "code", "note", "source")}
         # "never": no HIP release declares the name (atomicInc_system: hip#2656 says none is planned)
-        since = _NEVER if e.get("hip_from") == "never" else _version(path, f"{name}.hip_from", e.get("hip_from"))
+        since = NEVER if e.get("hip_from") == "never" else _version(path, f"{name}.hip_from", e.get("hip_from"))
         out[name] = Shim(name, tuple(cuda), since, **fields)
     return out
 

@@ -23,7 +23,7 @@ from hipport.hipify_perl import (
     to_rule_files,
 )
 from hipport.rules import NameRule, RuleError, RuleSet, builtin_rules_dir, load_rules
-from hipport.semantic import Semantic, load_semantic
+from hipport.semantic import NEVER, Semantic, load_semantic
 
 EXIT_OK, EXIT_NOT_FOUND, EXIT_USAGE = 0, 1, 2
 _RULE_ID = re.compile(r"^[a-z][a-z0-9]*(?:-[a-z0-9]+)+$")
@@ -360,7 +360,7 @@ def _semantic_lines(sem: Semantic, name: str) -> list[str]:
                   + (f" (reported: {rw.note})" if rw.note else "")]
     for shim in (sem.shims or {}).values():
         if name == shim.name or name in shim.cuda:
-            never = shim.hip_from[0] >= 999
+            never = shim.hip_from >= NEVER
             when = "always (HIP has no form of it)" if never else f"when targeting a ROCm older than {v(shim.hip_from)}"
             lines += [f"{name}  (stand-in definition, rules/shims.toml)",
                       f"  convert:      {when}: a definition of `{shim.name}` is written into the file before the "

@@ -17,10 +17,9 @@ from functools import lru_cache
 from hipport.convert.context import ConversionContext
 from hipport.convert.includes import top_of_file
 from hipport.scan import COMMENT, IDENT, KEYWORD
-from hipport.semantic import load_semantic
+from hipport.semantic import NEVER, load_semantic
 
 CATEGORY = "shim"
-_NEVER = (999, 0)  # hip_from of a name no HIP release has (semantic._NEVER)
 _OPENERS = {b"if", b"ifdef", b"ifndef"}
 # A name preceded by one of these is called, not declared (`return __syncwarp();`, `x ? f() : __syncwarp()`).
 # Words after which a name followed by `(` is called, not declared (`return __syncwarp();`).
@@ -50,7 +49,7 @@ def add_shims(ctx: ConversionContext) -> None:
         nl = ctx.newline()
         macro = f"HIPPORT_SHIM_{name}"
         body = shim.code.strip("\n").replace("\n", nl.decode())
-        never = shim.hip_from >= _NEVER
+        never = shim.hip_from >= NEVER
         why = (f"HIP has no `{name}`; this stands in for it" if never else
                f"HIP has `{name}` from ROCm {_v(shim.hip_from)}; this stands in for it before")
         text = (f"#if !defined({macro}) && {shim.guard}{nl.decode()}#define {macro}{nl.decode()}"
