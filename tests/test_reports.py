@@ -360,3 +360,12 @@ def test_json_schema_document_names_every_key(examples_reports):
     missing = sorted(k for k in keys if f"`{k}`" not in doc and f'"{k}"' not in doc)
     assert missing == [], missing
     assert f'`"{data["schema"]}"`' in doc
+
+
+def test_markdown_keeps_stars_from_opening_emphasis():
+    from hipport.report.markdown import _cell
+
+    # A cause like "the *_sync warp built-ins ... (*_sync)" would italicise the text between the stars on GitHub.
+    assert _cell("the *_sync built-ins, see *_sync") == "the \\*_sync built-ins, see \\*_sync"
+    assert _cell("`a*b` and *x*") == "`a*b` and \\*x\\*"  # inside a code span a star is literal already
+    assert _cell("my_file.cu | <b>") == "my_file.cu &#124; &lt;b&gt;"

@@ -10,8 +10,12 @@ TOP_FILES = 10
 
 
 def _cell(text) -> str:
-    """Table-cell text: HTML escaped (GitHub renders inline HTML) and pipes kept from splitting the cell."""
-    return html.escape(str(text), quote=False).replace("|", "&#124;").replace("\n", " ")
+    """Table-cell text: HTML escaped (GitHub renders inline HTML), pipes kept from splitting the cell, and `*` outside
+    code spans kept from opening emphasis (`the *_sync built-ins`; GitHub leaves underscores inside words alone)."""
+    parts = html.escape(str(text), quote=False).replace("|", "&#124;").replace("\n", " ").split("`")
+    for k in range(0, len(parts), 2):  # even pieces lie outside code spans
+        parts[k] = parts[k].replace("*", "\\*")
+    return "`".join(parts)
 
 
 def _plural(n: int, word: str) -> str:
