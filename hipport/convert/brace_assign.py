@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from hipport.convert.context import ConversionContext
+from hipport.convert.context import ConversionContext, token_at
 
 _TYPES = (b"half2", b"half", b"__half2", b"__half", b"__nv_bfloat16", b"__nv_bfloat162")
 _DECLARED = re.compile(rb"\b(" + b"|".join(_TYPES) + rb")\s+((?:[A-Za-z_]\w*\s*(?:=\s*[^,;]*)?,\s*)*[A-Za-z_]\w*)")
@@ -30,7 +30,7 @@ def typed_empty_braces(ctx: ConversionContext) -> None:
         name = m.group(1)
         if name not in types or _is_declaration(ctx.src, m.start()):
             continue
-        token = _token(ctx, m.start(1))
+        token = token_at(ctx.tokens, m.start(1))
         if token is None or ctx.skip[token]:
             continue
         at = m.end(2)
@@ -43,9 +43,3 @@ def _is_declaration(src: bytes, start: int) -> bool:
     """`half2 x = {}`: the word before the name is its type."""
     before = src[max(0, start - 40):start].rstrip()
     return any(before.endswith(t) for t in _TYPES) or before.endswith(b",")
-
-
-def _token(ctx: ConversionContext, offset: int) -> int | None:
-    from hipport.convert.context import token_at
-
-    return token_at(ctx.tokens, offset)

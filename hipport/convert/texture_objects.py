@@ -54,7 +54,7 @@ def report_texture_integers(ctx: ConversionContext) -> None:
             how = "cast to an integer type"
         elif p == b"(" and _static_cast_before(tokens, kinds, prev):
             how = "`static_cast` to an integer type"
-        elif q in _ARITHMETIC and q not in (b"*",) or p in (b"++", b"--", b"%", b"/", b"<<", b">>", b"|", b"^"):
+        elif q in _ARITHMETIC or p in (b"++", b"--", b"%", b"/", b"<<", b">>", b"|", b"^"):
             how = "integer arithmetic"
         if how is None or tokens.starts[i] in reported:
             continue
