@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from hipcc import require_hipcc
 from test_reports import HOSTILE_NAME, Dom
-from test_verify import BAD, FAKE, GOOD, UTIL
+from test_verify import BAD, GOOD, UTIL, _path_without_hipcc, fake_bin  # noqa: F401 (a fixture)
 
 from hipport.convert.verify import Cause, CompileError, UnitResult, VerifyResult
 from hipport.report import render
@@ -44,16 +44,6 @@ def tree(tmp_path):
 
 def _snapshot(root: Path) -> dict:
     return {p: p.read_bytes() for p in root.rglob("*") if p.is_file()}
-
-
-@pytest.fixture
-def fake_bin(tmp_path):
-    folder = tmp_path / "fakebin"
-    folder.mkdir()
-    hipcc = folder / "hipcc"
-    hipcc.write_text(FAKE.format(python=sys.executable))
-    hipcc.chmod(0o755)
-    return folder
 
 
 # -- the real toolchain ----------------------------------------------------------------------------------------
@@ -117,9 +107,8 @@ def test_real_hipcc_settings_include_dirs_and_release_that_builds(tree):
 # -- fake toolchains --------------------------------------------------------------------------------------------
 
 def test_without_hipcc_one_line_exit_2_and_no_report(tree, tmp_path):
-    empty = tmp_path / "emptybin"
-    empty.mkdir()
-    r = hipport("audit", tree, "--verify", "--report", "json", "-o", tmp_path / "r.json", env={"PATH": str(empty)})
+    r = hipport("audit", tree, "--verify", "--report", "json", "-o", tmp_path / "r.json",
+                env={"PATH": _path_without_hipcc(tmp_path)})
     assert r.returncode == 2, r.stderr
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and "--verify needs hipcc" in lines[0]

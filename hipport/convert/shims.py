@@ -14,6 +14,7 @@ import bisect
 import re
 from functools import lru_cache
 
+from hipport.convert.calls import next_code
 from hipport.convert.context import ConversionContext
 from hipport.convert.includes import top_of_file
 from hipport.scan import COMMENT, IDENT, KEYWORD
@@ -93,7 +94,7 @@ def _uses(ctx: ConversionContext, names: set) -> tuple[list[int], bool]:
             macro_name = _next_code(ctx, macro_name + 1, d.last) if macro_name is not None else None
             if macro_name == i:
                 declared = True
-            elif _next_code(ctx, i + 1, d.last) is not None and tokens.text(_next_code(ctx, i + 1, d.last)) == b"(":
+            elif (after := _next_code(ctx, i + 1, d.last)) is not None and tokens.text(after) == b"(":
                 uses.append(i)
             continue
         j = _next_code(ctx, i + 1, n)
@@ -133,10 +134,9 @@ def _declares(ctx: ConversionContext, i: int) -> bool:
 
 
 def _next_code(ctx: ConversionContext, i: int, limit: int) -> int | None:
-    kinds = ctx.tokens.kinds
-    while i < limit and kinds[i] == COMMENT:
-        i += 1
-    return i if i < limit else None
+    """calls.next_code, bounded: None when the next code token lies at or past ``limit``."""
+    j = next_code(ctx.tokens, i)
+    return j if j < limit else None
 
 
 def _insertion_point(ctx: ConversionContext, first: int) -> int:
