@@ -251,13 +251,13 @@ def test_audit_does_not_read_build_files(tmp_path):
 
 
 def test_readme_table_is_the_rule_data():
-    """The README's build-file tables are what tools/build_flags_table.py prints from rules/build/ (run it with
+    """docs/build-files.md's tables are what tools/build_flags_table.py prints from rules/build/ (run it with
     --write after changing the rules)."""
     sys.path.insert(0, str(ROOT / "tools"))
     try:
         import build_flags_table
     finally:
         sys.path.pop(0)
-    block = build_flags_table.readme_block((ROOT / "README.md").read_text(encoding="utf-8"))
-    assert block is not None, "README.md lost its build-tables markers"
+    block = build_flags_table.readme_block(build_flags_table.PAGE.read_text(encoding="utf-8"))
+    assert block is not None, "docs/build-files.md lost its build-tables markers"
     assert block == build_flags_table.tables()

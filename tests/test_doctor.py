@@ -437,7 +437,9 @@ def test_init_flags_win_over_detection(machine, monkeypatch):
 def test_readme_example_is_what_doctor_prints_on_a_machine_without_rocm(machine):
     import re
 
-    readme = (ROOT / "README.md").read_text()
+    import docs
+
+    readme = docs.text()
     m = re.search(r"```\n\$ hipport doctor\n(.*?)```", readme, re.S)
     assert m, "the README's doctor example is gone; update this test with it"
     r = machine.doctor()

@@ -8,12 +8,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import docs
 from hipport.audit import load_hazards
 from hipport.config import KEYS
 from hipport.files import SOURCE_SUFFIXES
 
 ROOT = Path(__file__).resolve().parents[1]
-README = (ROOT / "README.md").read_text()
+README = docs.text()
 WORDS = {"Thirteen": 13, "Fourteen": 14, "Fifteen": 15, "Sixteen": 16, "Seventeen": 17, "Eighteen": 18,
          "Nineteen": 19, "Twenty": 20}
 

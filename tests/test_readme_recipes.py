@@ -17,10 +17,11 @@ from pathlib import Path
 import pytest
 from needs import need
 
+import docs
 from hipport.files import SOURCE_SUFFIXES
 
 ROOT = Path(__file__).resolve().parents[1]
-README = (ROOT / "README.md").read_text()
+README = docs.text()
 HAZARD = "__global__ void k(int* o) { o[0] = threadIdx.x & 31; }\n"
 CLEAN = "__global__ void k(int* o) { o[0] = threadIdx.x % warpSize; }\n"
 

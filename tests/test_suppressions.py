@@ -166,7 +166,9 @@ def test_convert_apply_suggestions_removes_stale_comments(tmp_path):
 def test_readme_example_is_silenced_and_flagged_without_its_comments():
     import re
 
-    readme = (ROOT / "README.md").read_text()
+    import docs
+
+    readme = docs.text()
     m = re.search(r"\*\*Suppressions\.\*\*.*?```cpp\n(.*?)```", readme, re.S)
     assert m, "the README's suppression example is gone; update this test with it"
     body = m.group(1)

@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
-"""Print the README's build-file mapping tables from the rule data (rules/build/make.toml, rules/build/cmake.toml).
+"""Print docs/build-files.md's mapping tables from the rule data (rules/build/make.toml, rules/build/cmake.toml).
 
     python3 tools/build_flags_table.py            # print the tables
-    python3 tools/build_flags_table.py --write    # replace them in README.md (between the build-tables markers)
+    python3 tools/build_flags_table.py --write    # replace them in docs/build-files.md (between the build-tables markers)
 
-tests/test_build_rules_table.py checks the README holds exactly what this prints."""
+tests/test_build_files.py checks docs/build-files.md holds exactly what this prints."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+PAGE = ROOT / "docs" / "build-files.md"
 sys.path.insert(0, str(ROOT))
 
 from hipport.convert.build.rules import load_build_rules  # noqa: E402
@@ -97,13 +98,12 @@ def readme_block(text: str) -> str | None:
 def main() -> int:
     block = tables()
     if "--write" in sys.argv:
-        readme = ROOT / "README.md"
-        text = readme.read_text(encoding="utf-8")
+        text = PAGE.read_text(encoding="utf-8")
         if readme_block(text) is None:
-            print("README.md has no build-tables markers", file=sys.stderr)
+            print("docs/build-files.md has no build-tables markers", file=sys.stderr)
             return 1
         new = text[:text.index(START) + len(START)] + "\n" + block + text[text.index(END):]
-        readme.write_text(new, encoding="utf-8")
+        PAGE.write_text(new, encoding="utf-8")
         return 0
     sys.stdout.write(block)
     return 0
