@@ -83,7 +83,8 @@ def _interruptible(command):
               help="Prefer rocBLAS/rocRAND/rocSPARSE/rocSOLVER/MIOpen names over the hip* libraries where one exists.")
 @click.option("--rocm-version", metavar="X.Y",
               help="ROCm release the output must build with (warp built-in forms, \"needs ROCm\" warnings). "
-                   "Default: the installed HIP (hip/hip_version.h, hipconfig), else the newest hipport knows.")
+                   "Default: the project's `rocm-version` setting, else the installed HIP (hip/hip_version.h, "
+                   "hipconfig), else 7.0 (the newest hipport knows).")
 @click.option("--launch-syntax", type=click.Choice(["cuda", "hip"]),
               help="`cuda` (default) keeps `k<<<g, b>>>(...)`, which HIP-Clang accepts; `hip` writes "
                    "`hipLaunchKernelGGL(k, dim3(g), dim3(b), shm, stream, ...)`.")
