@@ -14,6 +14,7 @@ from hipport.audit.checks.context import (
     Context,
     int_value,
 )
+from hipport.model import Edit
 
 SYNC_BUILTINS = {
     b"__shfl_sync", b"__shfl_up_sync", b"__shfl_down_sync", b"__shfl_xor_sync", b"__ballot_sync", b"__any_sync",
@@ -369,6 +370,34 @@ def wave_conditional_lines(ctx: Context) -> list[tuple[int, int]]:
             if wave:
                 out.append((ctx.lines.line_col(start)[0], ctx.lines.line_col(max(d.end - 1, start))[0]))
     return out
+
+
+_SPECIFIERS = (b"constexpr", b"const", b"static", b"inline")
+
+
+def constexpr_as_const(ctx: Context, name: int) -> list | None:
+    """Edits that make the function-local `constexpr` declaration of token ``name`` a run-time `const` one
+    (`warpSize` is not a constant from ROCm 7.0). The whole specifier run is rewritten, so `constexpr const`,
+    `const constexpr` and `static constexpr` become one `const`, never `const const`; a `static` goes too, since a
+    function-local static may not be initialised at run time in device code. [] when there is no `constexpr`;
+    None outside a function body, where a run-time value cannot stand in (namespace or class scope)."""
+    fn = ctx.function_at(name)
+    if fn is None or not fn.body[0] < name < fn.body[1]:
+        return None
+    brace = enclosing_open(ctx, name, b"{")
+    if brace > fn.body[0] and ctx.t(ctx.prev_code(brace)) not in (b")", b"{", b";", b"}", b"else", b"do"):
+        return None  # a class defined inside the function
+    first = statement_start(ctx, name)
+    words = [k for k in range(first, name) if ctx.text[k] in _SPECIFIERS]
+    if not any(ctx.text[k] == b"constexpr" for k in words):
+        return []
+    keep = words[0]
+    edits = [ctx.edit(keep, "const")]
+    for k in words[1:]:
+        # the token and the blank after it, so `static constexpr int` reads `const int`
+        end = ctx.starts[k + 1] if k + 1 < ctx.n else ctx.ends[k]
+        edits.append(Edit(ctx.starts[k], end, b""))
+    return edits
 
 
 def user_defined(ctx: Context, name: bytes) -> bool:

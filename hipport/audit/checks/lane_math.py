@@ -11,6 +11,7 @@ from hipport.audit.checks.common import (
     LANE_NAME,
     WARP_OPS,
     const_context,
+    constexpr_as_const,
     enclosing_open,
     operand_before,
     statement_end,
@@ -237,13 +238,9 @@ def _check_constants(ctx: Context) -> None:
         if fn is not None:
             hi = fn.body[1]
             uses = [k for k in range(i + 1, hi) if ctx.text[k] == name]
-            if all(const_context(ctx, k) is None for k in uses):
-                edits.append(ctx.edit(v, "warpSize"))
-                for k in range(ctx.prev_code(i), fn.body[0], -1):
-                    if ctx.text[k] in (b";", b"{", b"}"):
-                        break
-                    if ctx.text[k] == b"constexpr":
-                        edits.append(ctx.edit(k, "const"))
+            qualifiers = constexpr_as_const(ctx, i)
+            if qualifiers is not None and all(const_context(ctx, k) is None for k in uses):
+                edits = [ctx.edit(v, "warpSize"), *qualifiers]
         how = "initialise it from `warpSize`" if edits else \
             "make the warp size a template parameter chosen on the host"
         ctx.report(RULE, v, f"`{name.decode()}` is 32; every lane and warp computed from it assumes 32-lane warps "

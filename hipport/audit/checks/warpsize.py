@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hipport.audit.checks.common import const_context, enclosing_open, statement_start
+from hipport.audit.checks.common import const_context, constexpr_as_const, enclosing_open, statement_start
 from hipport.audit.checks.context import IDENT, Context
 
 RULE = "warpsize-constexpr"
@@ -59,5 +59,5 @@ def _fix(ctx: Context, i: int, where: str):
         fn = ctx.function_at(i)
         uses = [k for k in range(eq, fn.body[1]) if ctx.text[k] == ctx.text[name]]
         if all(const_context(ctx, k) is None for k in uses):
-            return [ctx.edit(ce, "const")]
+            return constexpr_as_const(ctx, name) or []
     return []
