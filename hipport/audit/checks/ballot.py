@@ -14,7 +14,7 @@ from hipport.audit.checks.common import (
     type_span,
     user_defined,
 )
-from hipport.audit.checks.context import IDENT, Context, int_value
+from hipport.audit.checks.context import COMMENT, IDENT, KEYWORD, Context, int_value
 
 RULE = "ballot-32bit"
 BIT32 = {b"__popc": "__popcll", b"__ffs": "__ffsll", b"__clz": "__clzll", b"__brev": "__brevll"}
@@ -50,6 +50,10 @@ def check(ctx: Context) -> None:
         s = statement_start(ctx, i)
         eq = next((k for k in range(s, i) if ctx.text[k] in (b"=", b"|=", b"&=") and ctx.match(k) < 0), None)
         # `n = __popc(ballot)` keeps a count, `v = f(ballot)` something else; only `__brev` keeps it a lane mask.
+        if eq is None and ctx.t(s if ctx.kinds[s] != COMMENT else ctx.next_code(s)) == b"return" and not any(c > s and ctx.text[c] != b"__brev"
+                                                               for c in enclosing_calls(ctx, i)):
+            _check_return_type(ctx, i, name, reported)
+            continue
         if eq is None or any(c > eq and ctx.text[c] != b"__brev" for c in enclosing_calls(ctx, i)):
             continue
         target = ctx.prev_code(eq)
@@ -75,6 +79,42 @@ def check(ctx: Context) -> None:
                    subject=name)
     _check_holders_in_bit_functions(ctx, holders, reported)
     _check_joined_halves(ctx, holders, reported)
+
+
+# Return types that hold 32 bits; anything else (`unsigned long long`, `uint64_t`, `auto`, a typedef) is left be.
+_NARROW_RETURNS = {(b"unsigned",), (b"int",), (b"unsigned", b"int"), (b"uint32_t",), (b"int32_t",), (b"uint",),
+                   (b"signed", b"int"), (b"std", b"::", b"uint32_t")}
+_RETURN_SPECIFIERS = {b"__device__", b"__host__", b"__forceinline__", b"__noinline__", b"static", b"inline",
+                      b"const", b"constexpr", b"extern"}
+
+
+def _check_return_type(ctx: Context, i: int, name: str, reported: set[int]) -> None:
+    """`__device__ unsigned f(...) { return __ballot(p); }`: the 64-bit result narrowed by the return type."""
+    fn = ctx.function_at(i)
+    if fn is None or fn.name_index in reported:
+        return
+    k = ctx.prev_code(fn.name_index)
+    words: list[int] = []
+    while k >= 0 and (ctx.kinds[k] in (IDENT, KEYWORD) or ctx.text[k] == b"::") and ctx.text[k] not in (b"}",):
+        if ctx.text[k] in _RETURN_SPECIFIERS or ctx.text[k].startswith(b"__attribute"):
+            if words:
+                break
+        else:
+            words.insert(0, k)
+        k = ctx.prev_code(k)
+    if tuple(ctx.text[w] for w in words) not in _NARROW_RETURNS:
+        return
+    reported.add(fn.name_index)
+    fname = ctx.text[fn.name_index].decode()
+    # Another declaration of the function (a prototype) would then disagree with a patched definition.
+    declared_twice = any(m != fn.name_index and ctx.text[m] == ctx.text[fn.name_index]
+                         and ctx.t(ctx.next_code(m)) == b"(" and ctx.text[ctx.prev_code(m)] in
+                         {ctx.text[w] for w in words} for m in range(ctx.n))
+    edits = [] if declared_twice else [ctx.edit(words[0], "unsigned long long", words[-1])]
+    ctx.report(RULE, words[0], f"`{fname}` returns the 64-bit `{name}` result as "
+               f"`{ctx.span_text(words[0], words[-1] + 1).decode()}`; lanes 32-63 are lost "
+               f"(return `unsigned long long`" + (")" if edits else ", in its other declarations too)"),
+               edits=edits, confidence="high" if edits else "medium", subject=name)
 
 
 def _full_compare(ctx: Context, first: int, last: int, name: str, reported: set[int]) -> None:
