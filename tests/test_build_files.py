@@ -4,6 +4,7 @@ changes nothing, and the command line covers build files in every mode."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -174,9 +175,9 @@ def test_malformed_cmake_rules_stop_with_one_line():
 
 # -- the command line -----------------------------------------------------------------------------------------
 
-def _hipport(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+def _hipport(*args: str, cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "hipport", "convert", *args, "--no-cache"], capture_output=True,
-                          text=True, cwd=cwd)
+                          text=True, cwd=cwd, env=env)
 
 
 def _project(tmp_path: Path) -> Path:
@@ -220,10 +221,13 @@ def test_diff_check_and_output_dir_cover_build_files(tmp_path):
     check = _hipport(str(tree), "--check", cwd=tmp_path)
     assert check.returncode == 1
     out = tmp_path / "out"
-    r = _hipport(str(tree), "-o", str(out), cwd=tmp_path)
+    empty = tmp_path / "nohipcc"
+    empty.mkdir()
+    r = _hipport(str(tree), "-o", str(out), cwd=tmp_path, env={**os.environ, "PATH": str(empty)})
     assert r.returncode == 0, r.stderr
     assert (out / "Makefile").read_text().startswith("CC = hipcc")
-    assert "--offload-arch=gfx90a,gfx942,gfx1100" in (out / "Makefile").read_text()  # the default targets
+    # no hipcc to ask: the three defaults
+    assert "--offload-arch=gfx90a,gfx942,gfx1100" in (out / "Makefile").read_text()
     assert (tree / "Makefile").read_bytes() == before
 
 
@@ -261,3 +265,50 @@ def test_readme_table_is_the_rule_data():
     block = build_flags_table.readme_block(build_flags_table.PAGE.read_text(encoding="utf-8"))
     assert block is not None, "docs/build-files.md lost its build-tables markers"
     assert block == build_flags_table.tables()
+
+
+# A hipcc whose clang knows gfx90a only, as Debian's (clang 15: no gfx942; no device libraries for gfx1100).
+FAKE_HIPCC = """#!/bin/sh
+echo "$*" >> "$FAKE_LOG"
+case "$*" in *--version*) echo "HIP version: 5.2.21153"; exit 0;; esac
+case "$*" in *--offload-arch=gfx90a*) exit 0;; esac
+for a in "$@"; do case $a in --offload-arch=*) echo "clang: error: invalid target ID '${a#--offload-arch=}'" >&2;;
+esac; done
+exit 1
+"""
+
+
+def test_default_targets_are_those_the_installed_hipcc_builds_for_asked_once(tmp_path):
+    """Issue 22: a default conversion names only targets this machine's hipcc can build for, so `make` works
+    where the Makefile was converted; the answer is cached (a second run does not ask)."""
+    tree = _project(tmp_path)
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "hipcc").write_text(FAKE_HIPCC)
+    (fake / "hipcc").chmod(0o755)
+    log = tmp_path / "log"
+    env = {**os.environ, "PATH": f"{fake}:{os.environ.get('PATH', '')}", "FAKE_LOG": str(log),
+           "HIPPORT_CACHE_DIR": str(tmp_path / "cache")}
+    for n in range(2):
+        out = tmp_path / f"out{n}"
+        r = subprocess.run([sys.executable, "-m", "hipport", "convert", str(tree), "-o", str(out)],
+                           capture_output=True, text=True, cwd=tmp_path, env=env)
+        assert r.returncode == 0, r.stderr
+        assert "--offload-arch=gfx90a $< -o $@" in (out / "Makefile").read_text()
+        if n == 0:
+            asked = log.read_text()
+            assert "--offload-arch=gfx942" in asked
+    assert log.read_text() == asked  # the second run read the cache
+
+
+def test_without_build_files_hipcc_is_not_asked(tmp_path):
+    tree = _project(tmp_path)
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "hipcc").write_text(FAKE_HIPCC)
+    (fake / "hipcc").chmod(0o755)
+    log = tmp_path / "log"
+    r = _hipport(str(tree / "k.cu"), "--stdout", cwd=tmp_path,
+                 env={**os.environ, "PATH": f"{fake}:{os.environ.get('PATH', '')}", "FAKE_LOG": str(log)})
+    assert r.returncode == 0, r.stderr
+    assert not log.exists()

@@ -24,6 +24,7 @@ from hipport.cli.options import cache_dir_option, config_option, fail, jobs_opti
 from hipport.config import ConfigError, find_config, load_config
 from hipport.convert import ConvertOptions
 from hipport.convert.build.rules import load_build_rules
+from hipport.convert.build.targets import default_targets
 from hipport.convert.runner import (
     Interrupted,
     convert_tree,
@@ -107,7 +108,8 @@ def _interruptible(command):
                    "CUDA libraries and paths to ROCm's, CMake's CUDA language to HIP (summary category `build`).")
 @click.option("--offload-arch", "offload_arch", metavar="GFX[,GFX...]",
               help="AMD GPU targets converted build files compile for (--offload-arch=, CMAKE_HIP_ARCHITECTURES). "
-                   "Default: the settings' `offload-arch`, else gfx90a,gfx942,gfx1100.")
+                   "Default: the settings' `offload-arch`, else those of gfx90a,gfx942,gfx1100 the installed hipcc "
+                   "can build for (asked once and cached), else all three.")
 @click.option("--apply-suggestions", is_flag=True,
               help="Also apply the suggested patches of `hipport audit` (wave64, masks, atomics) to the converted "
                    "code; limit them with --select.")
@@ -174,6 +176,11 @@ def convert(paths, output_dir, diff_mode, check, to_stdout, roc, rocm_version, l
                                   project_exclude=tuple(config.get("exclude", [])), project_dir=config.base,
                                   build_files=not no_build_files)
         targets = _offload_arch(offload_arch, config)
+        if targets is None:  # ask the installed hipcc only when a build file will name the targets
+            targets = DEFAULT_ARCHS
+            if any(s.build for s in sources):
+                targets = default_targets(use_cache=not no_cache,
+                                          cache=ResultCache("targets", "probe", cache_dir)).targets
         if not no_build_files:
             load_build_rules()  # a malformed build rule file stops the run before any file is touched
     except (RuleError, InputError, ConfigError, VersionError) as exc:
@@ -319,11 +326,12 @@ def _suggestion_ids(select: tuple[str, ...]) -> frozenset:
     return ids
 
 
-def _offload_arch(given: str | None, config) -> tuple[str, ...]:
-    """The AMD targets for build files: the option, else the settings' `offload-arch`, else the defaults."""
+def _offload_arch(given: str | None, config) -> tuple[str, ...] | None:
+    """The AMD targets for build files: the option, else the settings' `offload-arch`, else None (the caller asks
+    the installed hipcc)."""
     value = given if given is not None else config.get("offload-arch")
     if value is None:
-        return DEFAULT_ARCHS
+        return None
     items = value.split(",") if isinstance(value, str) else value
     targets = tuple(dict.fromkeys(t.strip() for t in items if t.strip()))
     bad = [t for t in targets if not re.fullmatch(r"gfx[0-9a-f]+(?::[a-z-]+[+-])*", t)]
