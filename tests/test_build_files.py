@@ -118,7 +118,8 @@ def test_roc_choices():
 def test_crlf_and_latin1_bytes_are_kept():
     src = b"# caf\xe9\r\nCC = nvcc\r\nFLAGS = -arch=sm_70 \\\r\n  -O2\r\n"
     out = _convert(src, "make")[0].after
-    assert out == b"# caf\xe9\r\nCC = hipcc\r\nFLAGS = --offload-arch=gfx90a,gfx942 \\\r\n  -O2\r\n"
+    assert out == (b"# caf\xe9\r\nOFFLOAD_ARCH ?= gfx90a,gfx942\r\nCC = hipcc\r\n"
+                   b"FLAGS = --offload-arch=$(OFFLOAD_ARCH) \\\r\n  -O2\r\n")
 
 
 def test_build_file_kind():
@@ -193,12 +194,14 @@ def test_convert_in_place_counts_build_changes_and_reports_findings(tmp_path):
     tree = _project(tmp_path)
     r = _hipport(str(tree), "-v", "--offload-arch", "gfx90a", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
-    assert (tree / "Makefile").read_text() == "CC = hipcc\nk: k.cu\n\t$(CC) --offload-arch=gfx90a $< -o $@\n"
+    assert (tree / "Makefile").read_text() == ("OFFLOAD_ARCH ?= gfx90a\nCC = hipcc\nk: k.cu\n"
+                                               "\t$(CC) --offload-arch=$(OFFLOAD_ARCH) $< -o $@\n")
     assert (tree / "CMakeLists.txt").read_text() == (
         "project(k LANGUAGES CXX HIP)\nadd_executable(k k.cu)\n"
         "set_source_files_properties(k.cu PROPERTIES LANGUAGE HIP)\n")
-    assert "build 5" in r.stderr  # nvcc, -arch, the dropped flag, the language, the source marking
+    assert "build 6" in r.stderr  # nvcc, -arch, OFFLOAD_ARCH, the dropped flag, the language, the source marking
     assert f"{tree / 'Makefile'}:3:" in r.stderr and "build-dropped" in r.stderr
+    assert "added `OFFLOAD_ARCH ?= gfx90a`" in r.stderr
     second = _hipport(str(tree), "--check", "--offload-arch", "gfx90a", cwd=tmp_path)
     assert second.returncode == 0, second.stderr
 
@@ -225,9 +228,8 @@ def test_diff_check_and_output_dir_cover_build_files(tmp_path):
     empty.mkdir()
     r = _hipport(str(tree), "-o", str(out), cwd=tmp_path, env={**os.environ, "PATH": str(empty)})
     assert r.returncode == 0, r.stderr
-    assert (out / "Makefile").read_text().startswith("CC = hipcc")
     # no hipcc to ask: the three defaults
-    assert "--offload-arch=gfx90a,gfx942,gfx1100" in (out / "Makefile").read_text()
+    assert (out / "Makefile").read_text().startswith("OFFLOAD_ARCH ?= gfx90a,gfx942,gfx1100\nCC = hipcc\n")
     assert (tree / "Makefile").read_bytes() == before
 
 
@@ -235,7 +237,7 @@ def test_targets_come_from_the_settings_and_bad_ones_are_refused(tmp_path):
     tree = _project(tmp_path)
     (tmp_path / ".hipport.toml").write_text('offload-arch = ["gfx908", "gfx90a"]\n')
     r = _hipport(str(tree), "--diff", cwd=tmp_path)
-    assert "--offload-arch=gfx908,gfx90a" in r.stdout
+    assert "+OFFLOAD_ARCH ?= gfx908,gfx90a" in r.stdout
     bad = _hipport(str(tree), "--offload-arch", "sm_80", cwd=tmp_path)
     assert bad.returncode == 2 and "not an AMD GPU target" in bad.stderr
 
@@ -294,7 +296,7 @@ def test_default_targets_are_those_the_installed_hipcc_builds_for_asked_once(tmp
         r = subprocess.run([sys.executable, "-m", "hipport", "convert", str(tree), "-o", str(out)],
                            capture_output=True, text=True, cwd=tmp_path, env=env)
         assert r.returncode == 0, r.stderr
-        assert "--offload-arch=gfx90a $< -o $@" in (out / "Makefile").read_text()
+        assert (out / "Makefile").read_text().startswith("OFFLOAD_ARCH ?= gfx90a\n")
         if n == 0:
             asked = log.read_text()
             assert "--offload-arch=gfx942" in asked

@@ -43,6 +43,7 @@ class BuildContext:
     uses_nvcc: bool = False        # the file runs nvcc (set by the converter, from its code, not its comments)
     rdc: bool = False              # relocatable device code was turned on somewhere
     path_refs: bool = False        # a CUDA install variable was turned into ROCm's
+    arch_variable: str | None = None  # Makefiles: literal architectures become `$(this)`, set with `?=` once
     _line_starts: list[int] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -178,6 +179,8 @@ def arch_replacement(ctx: BuildContext, value: str) -> str | None:
         return None
     parts = [p for p in re.split(r"[,=\[\]\s]+", value) if p and p not in ("arch", "code")]
     if parts and all(ARCH_VALUE.match(p) for p in parts):
+        if ctx.arch_variable:  # one place to change the targets, also from `make OFFLOAD_ARCH=...`
+            return f"--offload-arch=$({ctx.arch_variable})"
         return f"--offload-arch={ctx.arch_text}"
     return None
 

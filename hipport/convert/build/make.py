@@ -110,6 +110,8 @@ def convert_makefile(ctx: BuildContext) -> None:
     rdc_vars: set[str] = set()
     rdc_in_recipe = False
     handled: list[tuple[Line, list[Word], set[int]]] = []
+    if rules.arch_variable and not _assigns(lines, rules.arch_variable, ctx):
+        ctx.arch_variable = rules.arch_variable
     for line in lines:
         runs = [w for w in _words(ctx, line) if w.text.rsplit("/", 1)[-1] in rules.compilers]
         if runs:
@@ -149,8 +151,15 @@ def convert_makefile(ctx: BuildContext) -> None:
             done.update(range(len(words)))
     if ctx.rdc:
         _rdc_link(ctx, handled, compiler_vars, rdc_vars, rdc_in_recipe)
+    prelude = []
     if ctx.path_refs and not _assigns(lines, rules.hip_variable, ctx):
-        _define_rocm_path(ctx, lines)
+        prelude.append((f"{rules.hip_variable} ?= {rules.hip_prefix}", "paths",
+                        "the file reads the CUDA location from the environment"))
+    if ctx.arch_variable and any(f"$({ctx.arch_variable})".encode() in e.new for e in ctx.edits):
+        prelude.append((f"{ctx.arch_variable} ?= {ctx.arch_text}", "arch",
+                        f"the GPU targets, in one place (`make {ctx.arch_variable}=gfx1100` builds for another)"))
+    if prelude:
+        _prelude(ctx, lines, prelude)
     for line, words, done in handled:
         residuals(ctx, words, done)
         _drop_emptied_lines(ctx, line)
@@ -198,18 +207,20 @@ def _runs_compiler(ctx: BuildContext, words: list[Word], compiler_vars: set[str]
 
 def _assigns(lines: list[Line], name: str, ctx: BuildContext) -> bool:
     """The file sets ``name`` (or a CUDA variable that becomes it)."""
-    return any(line.name == name or line.name in ctx.make.path_variables for line in lines)
+    return any(line.name == name or (name == ctx.make.hip_variable and line.name in ctx.make.path_variables)
+               for line in lines)
 
 
-def _define_rocm_path(ctx: BuildContext, lines: list[Line]) -> None:
-    """`ROCM_PATH ?= /opt/rocm` above the first line that is not a comment: the file only read a CUDA variable
-    from the environment, and ROCm's is often unset."""
+def _prelude(ctx: BuildContext, lines: list[Line], assignments: list[tuple[str, str, str]]) -> None:
+    """Assignments (`ROCM_PATH ?= /opt/rocm`: the file only read a CUDA variable from the environment, and ROCm's
+    is often unset; `OFFLOAD_ARCH ?= ...`) above the first line that is not a comment, in the file's line
+    endings."""
     for line in lines:
         if ctx.text[line.start:line.end].strip():
-            new = f"{ctx.make.hip_variable} ?= {ctx.make.hip_prefix}\n"
-            ctx.edit(line.start, line.start, new, "paths", "")
-            ctx.report(line.start, NOTE, "info", f"added `{new.strip()}`: the file reads the CUDA location from "
-                       "the environment", new.strip(), "paths")
+            eol = "\r\n" if ctx.text.find("\r\n", line.start) == ctx.text.find("\n", line.start) - 1 else "\n"
+            ctx.edit(line.start, line.start, "".join(a + eol for a, _, _ in assignments), "prelude", "")
+            for text, rule, why in assignments:
+                ctx.report(line.start, NOTE, "info", f"added `{text}`: {why}", text, rule)
             return
 
 

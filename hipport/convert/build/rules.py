@@ -49,6 +49,7 @@ class MakeRules:
     hip_variable: str
     hip_prefix: str
     subdirs: dict
+    arch_variable: str = ""    # Makefiles: the variable literal GPU architectures become ("": written out)
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,8 +175,15 @@ def parse_make_rules(path: Path, data: dict) -> MakeRules:
     subdirs = paths.get("subdirs", {})
     if not isinstance(subdirs, dict) or not all(isinstance(v, str) for v in subdirs.values()):
         raise RuleError(f"{path}: [paths] `subdirs` must be a table of strings")
+    arch = _table(path, data, "targets")
+    unknown = set(arch) - {"variable"}
+    if unknown:
+        raise RuleError(f"{path}: [targets]: unknown key `{sorted(unknown)[0]}` (known: variable)")
+    variable = arch.get("variable", "")
+    if not isinstance(variable, str) or (variable and not variable.replace("_", "a").isalnum()):
+        raise RuleError(f"{path}: [targets] `variable` must be a Make variable name")
     return MakeRules(path, compilers, flags, by_spelling, libraries, tuple(paths["variables"]),
-                     tuple(paths["prefixes"]), paths["hip_variable"], paths["hip_prefix"], dict(subdirs))
+                     tuple(paths["prefixes"]), paths["hip_variable"], paths["hip_prefix"], dict(subdirs), variable)
 
 
 _CMAKE_TABLES = {
