@@ -265,7 +265,8 @@ def test_severity_follows_rocm_version():
 
 
 def test_unparsable_file_still_gets_token_findings():
-    src = b"#include <nowhere.h>\n__global__ void k(int* o) { int lane = threadIdx.x & 31 o[0] = lane; }}}\n"
+    src = (b"#include <nowhere.h>\n__global__ void k(int* o) { int lane = threadIdx.x & 31 o[0] = "
+           b"__shfl_xor(lane, 1); }}}\n")  # a lane id feeding a warp operation
     assert any(f.rule_id == "lane-math-32" for f in audit_source(src))
 
 

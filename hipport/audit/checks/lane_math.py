@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from hipport.audit.checks.common import (
     _ASSIGN,
@@ -19,6 +20,7 @@ from hipport.audit.checks.common import (
     thread_derived,
     wave_conditional_lines,
 )
+from hipport.audit.checks.reductions import Reductions, uses_warp_ops
 from hipport.audit.checks.context import (
     COMMENT,
     IDENT,
@@ -48,6 +50,9 @@ def check(ctx: Context) -> None:
     thread_macros = {name for name, d in ctx.macros.items()
                      if any(ctx.text[k] in THREAD_INDEX | LANE_FUNCS for k in range(d.first, d.last))}
     bitsets = _bitset_operands(ctx)
+    red = Reductions.of(ctx)
+    warp_fns = uses_warp_ops(ctx)
+    candidates: list[_Candidate] = []
     for i in range(ctx.n - 1):
         if ctx.kinds[i] != LITERAL:
             continue
@@ -92,19 +97,82 @@ def check(ctx: Context) -> None:
             continue  # sizing by 32 lanes over-allocates on wave64: safe
         expr = ctx.span_text(lo, i + 1).decode()
         what = "lane index" if kind == "lane" else ("warp count" if block or named_block else "warp index")
-        edits = []
+        users = _macro_users(ctx, i) if in_macro else [fn]
+        if not any(f is not None and f.body[0] in warp_fns for f in users):
+            continue  # no shuffle, ballot or vote uses it: a group of 32 threads is right on AMD too
+        own = []
         if where is None and (not in_macro or direct) and not floating:
             new = _fix(ctx, lo, op, i, after, replacement)
             if new is not None:
-                edits = [ctx.edit(op, new, i)]
-        confidence = "high" if (direct or block) else "medium"
-        advice = f"`{replacement.split()[0]} warpSize`" if edits or where is None else \
+                own = [ctx.edit(op, new, i)]
+        reaching = next((r for r in (red.reaching(f) for f in users) if r is not None), None)
+        candidates.append(_Candidate(op, i, fn, in_macro, reaching, own, expr, what, replacement, where,
+                                     "high" if (direct or block) else "medium"))
+    ctx._lane_ids = candidates
+    for c in candidates:
+        edits, why = c.own, ""
+        if c.reaching is not None:
+            whole = group_edits(ctx, c.reaching)
+            edits = whole or []
+            line = ctx.lines.line_col(ctx.starts[c.reaching])[0]
+            why = (f"; patched together with the 32-lane shuffle reduction of line {line} and its other ids"
+                   if whole else f"; no patch: it belongs with the 32-lane shuffle reduction of line {line}, "
+                   f"which is right on a 64-lane wavefront with ids of 32, and not every piece can be rewritten "
+                   f"(change them together or not at all)")
+        advice = f"`{c.replacement.split()[0]} warpSize`" if edits or c.where is None else \
             "a warp size chosen at compile time (a template parameter)"
-        ctx.report(RULE, op, f"`{expr}` computes a {what} for 32-lane warps; use {advice}",
-                   confidence=confidence, edits=edits, subject=ctx.text[op].decode() + " " + ctx.text[i].decode())
+        ctx.report(RULE, c.op, f"`{c.expr}` computes a {c.what} for 32-lane warps; use {advice}{why}",
+                   confidence=c.confidence, edits=edits,
+                   subject=ctx.text[c.op].decode() + " " + ctx.text[c.lit].decode())
     _check_constants(ctx)
     _check_lane_arrays(ctx)
     _check_last_lane(ctx)
+
+
+@dataclass
+class _Candidate:
+    """A lane or warp id of 32 lanes that warp-level code uses, before it is reported."""
+
+    op: int
+    lit: int
+    fn: object
+    in_macro: bool
+    reaching: int | None  # the 32-lane shuffle reduction it goes with
+    own: list             # its own patch, alone
+    expr: str
+    what: str
+    replacement: str
+    where: str | None
+    confidence: str
+
+
+def id_candidates(ctx: Context) -> list[_Candidate]:
+    """The lane/warp ids of the file (computed by `check`, kept on the context for `group_edits`)."""
+    return getattr(ctx, "_lane_ids", [])
+
+
+def group_edits(ctx: Context, reduction: int) -> list | None:
+    """Every edit that turns the 32-lane reduction at ``reduction`` and its ids into whole-wavefront ones, or
+    None when one piece cannot be rewritten (an id through a named constant, an id without a patch of its own, an
+    unrolled ladder): then none is, as each alone breaks the others (reductions.py)."""
+    red = Reductions.of(ctx)
+    fn = ctx.function_at(reduction)
+    offset = red.offset_edit(reduction)
+    if fn is None or offset is None or red.ids(fn).named:
+        return None
+    group = {f.body[0] for f in red.group(fn)}
+    ids = [c for c in id_candidates(ctx) if c.fn is not None and c.fn.body[0] in group]
+    if not ids or any(not c.own or c.in_macro for c in ids):
+        return None
+    return [*offset, *(e for c in ids for e in c.own)]
+
+
+def _macro_users(ctx: Context, i: int) -> list:
+    """The functions that use the macro whose body holds token ``i``."""
+    name = next((n for n, d in ctx.macros.items() if d.first <= i < d.last), None)
+    if name is None:
+        return []
+    return [ctx.function_at(k) for k in range(ctx.n) if ctx.text[k] == name and not ctx.in_directive[k]]
 
 
 # `lane == 31`, `lane + d > 31`, `lane >= 32`: the last lane, or past it, of a 32-lane warp.
@@ -214,7 +282,11 @@ def _check_constants(ctx: Context) -> None:
         if len(vals) != 1 or int_value(ctx.text[vals[0]]) != 32:
             continue
         uses = [k for k in range(ctx.n) if ctx.text[k] == name and not ctx.in_directive[k]]
-        fixable = bool(uses) and all(ctx.device[k] and const_context(ctx, k) is None for k in uses)
+        # A use in a function that runs a 16..1 shuffle reduction: `warpSize` there would make the ids count 64
+        # lanes while the offsets still count 32 (reductions.py), so the constant stays with them.
+        red = Reductions.of(ctx)
+        fixable = bool(uses) and all(ctx.device[k] and const_context(ctx, k) is None
+                                     and red.reaching(ctx.function_at(k)) is None for k in uses)
         edits = [ctx.edit(vals[0], "warpSize")] if fixable else []
         how = "define it as `warpSize`" if fixable else \
             "it is used where a constant is needed, so make the warp size a template parameter or size for 64"

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from hipport.audit.checks.common import SHUFFLES, WARP_OPS, is_lane_like, user_defined
 from hipport.audit.checks.context import COMMENT, IDENT, LITERAL, Context, int_value
+from hipport.audit.checks.lane_math import group_edits
+from hipport.audit.checks.reductions import Reductions, loop_offsets_32
 
 RULE = "warp-loop-32"
 _OFFSET_SHUFFLES = {b"__shfl_down_sync", b"__shfl_xor_sync", b"__shfl_up_sync", b"__shfl_down", b"__shfl_xor",
@@ -15,15 +17,16 @@ def check(ctx: Context) -> None:
     if RULE not in ctx.hazards or not (ctx.words & WARP_OPS):
         return
     flagged_loops: list[tuple[int, int]] = []
+    red = Reductions.of(ctx)
     for i in range(ctx.n):
         if ctx.text[i] == b"for" and ctx.device[i]:
-            span = _check_for(ctx, i)
+            span = _check_for(ctx, i, red)
             if span:
                 flagged_loops.append(span)
     for i in range(ctx.n):
         if ctx.kinds[i] == IDENT and ctx.text[i] in SHUFFLES and (ctx.device[i] or ctx.in_directive[i]) \
                 and ctx.is_call(i) and not user_defined(ctx, ctx.text[i]):
-            _check_shuffle_call(ctx, i, flagged_loops)
+            _check_shuffle_call(ctx, i, flagged_loops, red)
     _check_lane_arrays(ctx)
     _check_first_32_guard(ctx)
 
@@ -95,13 +98,49 @@ def _depth_ok(ctx: Context, p: int, k: int) -> bool:
     return depth == 0
 
 
-def _check_for(ctx: Context, i: int) -> tuple[int, int] | None:
+def _kept_halves(ctx: Context, red: Reductions, k: int, what: str) -> bool:
+    """Report the 32-lane offsets at ``k`` without a patch when the lane and warp ids that go with them count 32
+    lanes too: together they reduce each half of a 64-lane wavefront on its own, which is right, and a patch of
+    the offsets alone would fold both halves into lanes 0 and 32 and count every value twice."""
+    fn = ctx.function_at(k)
+    if fn is None:
+        return False
+    ids = red.ids(fn)
+    if not ids.fixed or ids.hardware:
+        return False
+    line = ctx.lines.line_col(ctx.starts[k])[0]
+    whole = group_edits(ctx, red.by_fn.get(fn.body[0], k))
+    if whole:
+        ctx.report(RULE, k, f"{what} with lane/warp ids of 32 lanes (lines {red.lines([k, *ids.fixed])}): on a "
+                   f"64-lane wavefront each half reduces on its own; the patch makes the offsets and every id "
+                   f"count whole wavefronts together (one of them alone would count values twice)",
+                   edits=whole, subject=what)
+        return True
+    ctx.report(RULE, k, f"{what} with lane/warp ids of 32 lanes (lines {red.lines([k, *ids.fixed])} belong "
+               f"together): on a 64-lane wavefront each half reduces on its own, which is right; no patch, since "
+               f"changing line {line} alone would sum both halves into lanes 0 and 32 (to use whole wavefronts, "
+               f"change the offsets and every id on those lines together)", confidence="low", severity="info",
+               subject=what)
+    return True
+
+
+def _wave_confidence(ctx: Context, red: Reductions, k: int) -> str:
+    """High when the ids beside the reduction are counted by the hardware; a guess when none are in the file."""
+    fn = ctx.function_at(k)
+    return "high" if fn is not None and red.ids(fn).hardware else "medium"
+
+
+def _check_for(ctx: Context, i: int, red: Reductions) -> tuple[int, int] | None:
     parts = _split_for(ctx, i)
     if parts is None:
         return None
     init, cond, incr, body = parts
     if body[1] <= body[0] or not any(ctx.text[k] in WARP_OPS for k in range(body[0], body[1])):
         return None
+    offsets = loop_offsets_32(ctx, cond, init, incr, body)
+    if offsets is not None and _kept_halves(ctx, red, offsets, "shuffle offsets 16..1"):
+        return body
+    confidence = _wave_confidence(ctx, red, i) if offsets is not None else "high"
     init_lits = [k for k in range(*init) if ctx.kinds[k] == LITERAL]
     cond_lits = [k for k in range(*cond) if ctx.kinds[k] == LITERAL]
     incr_text = b" ".join(ctx.text[k] for k in range(*incr))
@@ -112,7 +151,8 @@ def _check_for(ctx: Context, i: int) -> tuple[int, int] | None:
     if halving and len(init_lits) == 1 and int_value(ctx.text[init_lits[0]]) == 16:
         k = init_lits[0]
         ctx.report(RULE, k, "shuffle reduction starts at offset 16: on a 64-lane wavefront lanes 32-63 are never "
-                   "combined (start at `warpSize / 2`)", edits=[ctx.edit(k, "warpSize / 2")], subject="offset 16")
+                   "combined (start at `warpSize / 2`)", edits=[ctx.edit(k, "warpSize / 2")], subject="offset 16",
+                   confidence=confidence)
         return body
     if (doubling or counting) and len(cond_lits) == 1:
         k = cond_lits[0]
@@ -121,12 +161,13 @@ def _check_for(ctx: Context, i: int) -> tuple[int, int] | None:
         if v == 32 and op in (b"<", b"!="):
             what = "shuffle loop" if doubling else "lane loop"
             ctx.report(RULE, k, f"{what} bounded by 32 lanes: a 64-lane wavefront has lanes 32-63 too "
-                       f"(bound it by `warpSize`)", edits=[ctx.edit(k, "warpSize")], subject="< 32")
+                       f"(bound it by `warpSize`)", edits=[ctx.edit(k, "warpSize")], subject="< 32",
+                       confidence=confidence)
             return body
         if v == 16 and op == b"<=" and doubling:
             ctx.report(RULE, k, "shuffle loop stops at offset 16: on a 64-lane wavefront lanes 32-63 are never "
                        "combined (bound it by `warpSize / 2`)", edits=[ctx.edit(k, "warpSize / 2")],
-                       subject="<= 16")
+                       subject="<= 16", confidence=confidence)
             return body
         if v == 31 and op == b"<=":
             ctx.report(RULE, k, "lane loop stops at lane 31: a 64-lane wavefront has lanes 32-63 too "
@@ -137,7 +178,7 @@ def _check_for(ctx: Context, i: int) -> tuple[int, int] | None:
     return None
 
 
-def _check_shuffle_call(ctx: Context, i: int, loops: list[tuple[int, int]]) -> None:
+def _check_shuffle_call(ctx: Context, i: int, loops: list[tuple[int, int]], red: Reductions) -> None:
     args = ctx.call_args(i)
     if not args:
         return
@@ -147,7 +188,8 @@ def _check_shuffle_call(ctx: Context, i: int, loops: list[tuple[int, int]]) -> N
     if len(args) > width_index:
         a, b = args[width_index]
         code = [k for k in range(a, b) if ctx.kinds[k] != COMMENT]
-        if len(code) == 1 and int_value(ctx.text[code[0]]) == 32:
+        if len(code) == 1 and int_value(ctx.text[code[0]]) == 32 and \
+                not _kept_halves(ctx, red, code[0], f"`{name.decode()}` with width 32"):
             ctx.report(RULE, code[0], f"`{name.decode()}` with width 32 splits a 64-lane wavefront into two "
                        f"independent halves (pass `warpSize`, or drop the width)",
                        edits=[ctx.edit(code[0], "warpSize")], subject="width 32")
@@ -169,7 +211,7 @@ def _check_shuffle_call(ctx: Context, i: int, loops: list[tuple[int, int]]) -> N
                 oa, ob = other[SHUFFLES[ctx.text[k]] + 1]
                 if ctx.span_text(oa, ob).strip() in (b"32", b"warpSize / 2", b"warpSize/2"):
                     has_32 = True
-    if has_32:
+    if has_32 or _kept_halves(ctx, red, code[0], "shuffle ladder from offset 16"):
         return
     ctx.report(RULE, code[0], f"unrolled `{name.decode()}` ladder starts at offset 16: on a 64-lane wavefront "
                f"lanes 32-63 are never combined (add an offset-32 step for wave64, or loop from `warpSize / 2`)",

@@ -1,0 +1,268 @@
+"""Which functions hold a shuffle reduction sized for 32 lanes, which functions reach one through calls, and the
+lane and warp ids that go with it: the pieces of one 32-lane assumption that a patch must keep together.
+
+Why it matters: a butterfly or tree reduction with offsets 16..1 reduces each half of a 64-lane wavefront on its
+own. With lane and warp ids of 32 (`tid % 32`, `tid / 32`, a `WARP_SIZE` of 32) that is still right on AMD: lanes
+0 and 32 each hold the sum of their 32 threads, stored under their own warp id. Changing only the offsets (to
+`warpSize / 2`) or only the ids (to `warpSize`) makes it wrong; only ids counted by the hardware (`warpSize`,
+`__lane_id()`) make the offsets 16..1 wrong."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from hipport.audit.checks.common import SHUFFLES, WARP_OPS, operand_before, thread_derived, user_defined
+from hipport.audit.checks.context import COMMENT, IDENT, LITERAL, THREAD_INDEX, Context, int_value
+
+OFFSET_SHUFFLES = {b"__shfl_down_sync", b"__shfl_xor_sync", b"__shfl_up_sync", b"__shfl_down", b"__shfl_xor",
+                   b"__shfl_up"}
+_HALVING = (b"/= 2", b">>= 1", b"/ 2", b">> 1")
+_DOUBLING = (b"*= 2", b"<<= 1", b"* 2", b"<< 1")
+# operator, divisor value: a lane id (`x % 32`, `x & 31`) or a warp id (`x / 32`, `x >> 5`) of 32-lane warps
+_BLOCK_DIM = {b"blockDim", b"hipBlockDim_x"}
+_ID_32 = {(b"%", 32), (b"&", 31), (b"/", 32), (b">>", 5)}
+
+
+@dataclass
+class Ids:
+    """Lane/warp id computations seen with a reduction: token indices of the operator."""
+
+    fixed: list[int] = field(default_factory=list)    # counted in 32s (`tid % 32`, `tid / WARP_SIZE` = 32)
+    named: list[int] = field(default_factory=list)    # of those, through a named constant of 32
+    hardware: list[int] = field(default_factory=list)  # counted by the hardware (`% warpSize`, `__lane_id()`)
+
+
+def loop_offsets_32(ctx: Context, cond: tuple[int, int], init: tuple[int, int], incr: tuple[int, int],
+                    body: tuple[int, int]) -> int | None:
+    """The literal of a `for` loop over shuffle offsets 16..1 (`o = 16; o > 0; o /= 2`, `o = 1; o < 32; o *= 2`,
+    `o <= 16`) whose body shuffles by offset, or None."""
+    if not any(ctx.text[k] in OFFSET_SHUFFLES for k in range(*body)):
+        return None
+    init_lits = [k for k in range(*init) if ctx.kinds[k] == LITERAL]
+    cond_lits = [k for k in range(*cond) if ctx.kinds[k] == LITERAL]
+    incr_text = b" ".join(ctx.text[k] for k in range(*incr))
+    if any(x in incr_text for x in _HALVING) and len(init_lits) == 1 and int_value(ctx.text[init_lits[0]]) == 16:
+        return init_lits[0]
+    if any(x in incr_text for x in _DOUBLING) and len(cond_lits) == 1:
+        k = cond_lits[0]
+        v, op = int_value(ctx.text[k]), ctx.t(ctx.prev_code(k))
+        if (v == 32 and op in (b"<", b"!=")) or (v == 16 and op == b"<="):
+            return k
+    return None
+
+
+def value_is_32(ctx: Context, name: bytes) -> bool:
+    """`#define NAME 32`, or `NAME = 32` declared somewhere in the file."""
+    body = ctx.macro_value(name)
+    if body is not None:
+        vals = [k for k in body if ctx.text[k] not in (b"(", b")")]
+        return len(vals) == 1 and int_value(ctx.text[vals[0]]) == 32
+    for k in range(ctx.n - 2):
+        if ctx.text[k] == name and ctx.t(ctx.next_code(k)) == b"=" and ctx.is_decl_name(k):
+            v = ctx.next_code(ctx.next_code(k))
+            return int_value(ctx.text[v]) == 32 and ctx.t(ctx.next_code(v)) in (b";", b",")
+    return False
+
+
+class Reductions:
+    """Computed once per file: functions holding a 16..1 shuffle reduction, the functions calling them, and the
+    lane/warp ids of each."""
+
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+        self.by_fn: dict[int, int] = {}  # function body start -> literal of its first 32-lane reduction
+        for fn in ctx.functions:
+            if not fn.device:
+                continue
+            for i in range(*fn.body):
+                if ctx.text[i] == b"for":
+                    lit = _for_offsets(ctx, i)
+                    if lit is not None:
+                        self.by_fn.setdefault(fn.body[0], lit)
+                elif ctx.text[i] in OFFSET_SHUFFLES and ctx.is_call(i) and _ladder_from_16(ctx, i, fn):
+                    self.by_fn.setdefault(fn.body[0], i)
+        self._names = {ctx.text[fn.name_index]: fn for fn in ctx.functions if fn.body[0] in self.by_fn}
+        self._ids: dict[int, Ids] = {}
+
+    @classmethod
+    def of(cls, ctx: Context) -> Reductions:
+        """One analysis per file, shared by the checks that need it."""
+        if getattr(ctx, "_reductions", None) is None:
+            ctx._reductions = cls(ctx)
+        return ctx._reductions
+
+    def offset_edit(self, at: int) -> list | None:
+        """The patch of the reduction's offsets alone (a loop bound, and any width of 32 in the function), or None
+        for an unrolled ladder, which needs a step added."""
+        ctx = self.ctx
+        if ctx.kinds[at] != LITERAL:
+            return None
+        new = "warpSize" if int_value(ctx.text[at]) == 32 else "warpSize / 2"
+        edits = [ctx.edit(at, new)]
+        fn = ctx.function_at(at)
+        for k in range(*fn.body):
+            if ctx.text[k] in SHUFFLES and ctx.is_call(k):
+                args = ctx.call_args(k) or []
+                w = SHUFFLES[ctx.text[k]] + 2
+                if len(args) > w and int_value(ctx.span_text(*args[w]).strip()) == 32:
+                    edits.append(ctx.edit(args[w][0], "warpSize", args[w][1] - 1))
+        return edits
+
+    def reaching(self, fn) -> int | None:
+        """The reduction ``fn`` holds or calls directly, as a token index; None when none."""
+        if fn is None:
+            return None
+        if fn.body[0] in self.by_fn:
+            return self.by_fn[fn.body[0]]
+        ctx = self.ctx
+        for k in range(*fn.body):
+            callee = self._names.get(ctx.text[k])
+            if callee is not None and ctx.is_call(k):
+                return self.by_fn[callee.body[0]]
+        return None
+
+    def group(self, fn) -> list:
+        """``fn`` and the functions of the file that call it: where its lanes and warps are numbered."""
+        ctx = self.ctx
+        name = ctx.text[fn.name_index]
+        out = [fn]
+        for other in ctx.functions:
+            if other is not fn and other.device and any(ctx.text[k] == name and ctx.is_call(k)
+                                                        for k in range(*other.body)):
+                out.append(other)
+        return out
+
+    def ids(self, fn) -> Ids:
+        """The lane and warp ids computed in ``fn`` and its callers."""
+        found = Ids()
+        for f in self.group(fn):
+            if f.body[0] not in self._ids:
+                self._ids[f.body[0]] = _ids_in(self.ctx, f)
+            found.fixed += self._ids[f.body[0]].fixed
+            found.named += self._ids[f.body[0]].named
+            found.hardware += self._ids[f.body[0]].hardware
+        return found
+
+    def lines(self, tokens: list[int]) -> str:
+        ctx = self.ctx
+        return ", ".join(str(n) for n in sorted({ctx.lines.line_col(ctx.starts[k])[0] for k in tokens}))
+
+
+def _split_for(ctx: Context, i: int):
+    p = ctx.next_code(i)
+    if ctx.t(p) != b"(" or ctx.match(p) < p:
+        return None
+    close = ctx.match(p)
+    semis, depth = [], 0
+    for k in range(p + 1, close):
+        if ctx.text[k] in (b"(", b"["):
+            depth += 1
+        elif ctx.text[k] in (b")", b"]"):
+            depth -= 1
+        elif ctx.text[k] == b";" and depth == 0:
+            semis.append(k)
+    if len(semis) != 2:
+        return None
+    body_start = ctx.next_code(close)
+    if ctx.t(body_start) == b"{":
+        body_end = ctx.match(body_start)
+    else:
+        body_end = body_start
+        while body_end < ctx.n and ctx.text[body_end] != b";":
+            if ctx.text[body_end] in (b"(", b"[", b"{") and ctx.match(body_end) > body_end:
+                body_end = ctx.match(body_end)
+            body_end += 1
+    return (p + 1, semis[0]), (semis[0] + 1, semis[1]), (semis[1] + 1, close), (body_start, body_end)
+
+
+def _for_offsets(ctx: Context, i: int) -> int | None:
+    parts = _split_for(ctx, i)
+    if parts is None:
+        return None
+    init, cond, incr, body = parts
+    return loop_offsets_32(ctx, cond, init, incr, body)
+
+
+def _ladder_from_16(ctx: Context, i: int, fn) -> bool:
+    """`v += __shfl_xor(v, 16); ... (v, 8) ...`: an unrolled reduction from offset 16 with no offset-32 step."""
+    if user_defined(ctx, ctx.text[i]):
+        return False
+    args = ctx.call_args(i)
+    vi = SHUFFLES.get(ctx.text[i], 0)
+    if not args or len(args) <= vi + 1:
+        return False
+    code = [k for k in range(*args[vi + 1]) if ctx.kinds[k] != COMMENT]
+    if len(code) != 1 or int_value(ctx.text[code[0]]) != 16:
+        return False
+    for k in range(*fn.body):
+        if ctx.text[k] in OFFSET_SHUFFLES and k != i:
+            other = ctx.call_args(k)
+            ok = SHUFFLES.get(ctx.text[k], 0) + 1
+            if other and len(other) > ok and ctx.span_text(*other[ok]).strip() in (b"32", b"warpSize / 2",
+                                                                                   b"warpSize/2"):
+                return False
+    return True
+
+
+def _ids_in(ctx: Context, fn) -> Ids:
+    found = Ids()
+    derived = thread_derived(ctx, fn)
+    for k in range(*fn.body):
+        t = ctx.text[k]
+        if t == b"__shared__":  # a per-warp array sized by a constant of 32
+            end = k
+            while end < fn.body[1] and ctx.text[end] not in (b";", b"="):
+                if ctx.text[end] == b"[" and ctx.match(end) == end + 2 and ctx.kinds[end + 1] == IDENT \
+                        and value_is_32(ctx, ctx.text[end + 1]):
+                    found.fixed.append(end + 1)
+                    found.named.append(end + 1)
+                end += 1
+            continue
+        if t == b"__lane_id" and ctx.is_call(k):
+            found.hardware.append(k)
+            continue
+        if t not in (b"%", b"/", b"&", b">>"):
+            continue
+        lo = operand_before(ctx, k)
+        if lo >= k:
+            continue
+        if t == b"/" and any(ctx.text[m] in _BLOCK_DIM for m in range(lo, k)):
+            r = ctx.next_code(k)  # `blockDim.x / 32`: the number of warps, counted in 32s
+            if int_value(ctx.text[r]) == 32 or (ctx.kinds[r] == IDENT and value_is_32(ctx, ctx.text[r])):
+                found.fixed.append(k)
+                if ctx.kinds[r] == IDENT:
+                    found.named.append(k)
+            continue
+        if not any(ctx.text[m] in THREAD_INDEX or ctx.text[m] in derived for m in range(lo, k)):
+            continue
+        r = ctx.next_code(k)
+        if ctx.kinds[r] == LITERAL and (t, int_value(ctx.text[r])) in _ID_32:
+            found.fixed.append(k)
+        elif ctx.kinds[r] == IDENT and t in (b"%", b"/") and ctx.text[r] != b"warpSize" and value_is_32(ctx, ctx.text[r]):
+            found.fixed.append(k)
+            found.named.append(k)
+        elif ctx.text[r] == b"warpSize" or (t == b"&" and ctx.t(r) == b"(" and ctx.t(ctx.next_code(r)) == b"warpSize"):
+            found.hardware.append(k)
+    return found
+
+
+def uses_warp_ops(ctx: Context) -> set[int]:
+    """Body starts of the device functions that run a warp operation themselves or through calls in the file."""
+    direct = {fn.body[0] for fn in ctx.functions
+              if any(ctx.text[k] in WARP_OPS and ctx.is_call(k) for k in range(*fn.body))}
+    names = {ctx.text[fn.name_index]: fn for fn in ctx.functions}
+    for _ in range(4):
+        grew = False
+        for fn in ctx.functions:
+            if fn.body[0] in direct:
+                continue
+            if any(ctx.text[k] in names and names[ctx.text[k]].body[0] in direct and ctx.is_call(k)
+                   for k in range(*fn.body)):
+                direct.add(fn.body[0])
+                grew = True
+        if not grew:
+            break
+    return direct
+
+
+__all__ = ["Ids", "OFFSET_SHUFFLES", "Reductions", "loop_offsets_32", "uses_warp_ops", "value_is_32", "IDENT"]
