@@ -314,3 +314,21 @@ def test_without_build_files_hipcc_is_not_asked(tmp_path):
                  env={**os.environ, "PATH": f"{fake}:{os.environ.get('PATH', '')}", "FAKE_LOG": str(log)})
     assert r.returncode == 0, r.stderr
     assert not log.exists()
+
+
+def test_issue_22_project_makefile_nvcc_only_flags_and_arch_from_nvidia_smi():
+    """Issue 22's reproduction: nvcc-only flags are dropped and reported, `-lnvidia-ml` and an architecture
+    variable set from `nvidia-smi` are reported (the variable's name stays: a person sets it)."""
+    src = (b"GPU_COMPUTE_CAPABILITY = $(shell nvidia-smi --query-gpu=compute_cap --format=csv,noheader | tr -d .)\n"
+           b"NVCC = nvcc\n"
+           b"NVCCFLAGS = -O3 --threads=0 -t=0 --machine 64 -arch=sm_$(GPU_COMPUTE_CAPABILITY)\n"
+           b"LDLIBS = -lnvidia-ml -lcudart\n")
+    result, _ = _convert(src, "make")
+    assert result.after == (b"GPU_COMPUTE_CAPABILITY = $(shell nvidia-smi --query-gpu=compute_cap --format=csv,"
+                            b"noheader | tr -d .)\nNVCC = hipcc\n"
+                            b"NVCCFLAGS = -O3 --offload-arch=$(GPU_COMPUTE_CAPABILITY)\n"
+                            b"LDLIBS = -lnvidia-ml -lamdhip64\n")
+    found = {(f.rule_id, f.subject) for f in result.findings}
+    assert {("build-dropped", "--threads=0"), ("build-dropped", "-t=0"), ("build-dropped", "--machine 64"),
+            ("build-untranslated", "-lnvidia-ml")} <= found
+    assert any(r == "build-untranslated" and "nvidia-smi" in s for r, s in found)

@@ -39,7 +39,7 @@ class BuildContext:
     conversions: list[Conversion] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
     fired: set[str] = field(default_factory=set)     # rule ids that changed or reported something
-    arch_vars: dict[str, int] = field(default_factory=dict)  # variable holding GPU architectures -> first use
+    arch_vars: dict[str, int] = field(default_factory=dict)  # variable holding GPU architectures -> first use's offset
     uses_nvcc: bool = False        # the file runs nvcc (set by the converter, from its code, not its comments)
     rdc: bool = False              # relocatable device code was turned on somewhere
     path_refs: bool = False        # a CUDA install variable was turned into ROCm's
@@ -162,18 +162,18 @@ def _flag_at(words: list[Word], i: int, rules: MakeRules) -> tuple[FlagRule, str
     return None
 
 
-def arch_replacement(ctx: BuildContext, value: str) -> str | None:
-    """``--offload-arch=...`` for an nvcc architecture value, or None when it cannot be read."""
+def arch_replacement(ctx: BuildContext, value: str, at: int = 0) -> str | None:
+    """``--offload-arch=...`` for an nvcc architecture value (at offset ``at``), or None when it cannot be read."""
     value = _unquote(value)
     m = _ARCH_VAR.match(value)
     if m:
         open_, name = m.group(1), m.group(2)
-        ctx.arch_vars.setdefault(name, len(ctx.arch_vars))
+        ctx.arch_vars.setdefault(name, at)
         return f"--offload-arch=$({name})" if open_ == "(" else f"--offload-arch=${{{name}}}"
     names = set(_VAR_REF.findall(value))
     if len(names) == 1 and "arch=" in value:  # -gencode arch=compute_$(A),code=sm_$(A)
         name = names.pop()
-        ctx.arch_vars.setdefault(name, len(ctx.arch_vars))
+        ctx.arch_vars.setdefault(name, at)
         return f"--offload-arch=$({name})"
     if names:
         return None
@@ -228,7 +228,7 @@ def rewrite_flags(ctx: BuildContext, words: list[Word], *, cmake: bool = False, 
                 if flags != words[last].text:
                     ctx.edit(words[last].start, words[last].end, flags, rule.id, words[last].text)
         elif rule.kind == "arch":
-            new = arch_replacement(ctx, value)
+            new = arch_replacement(ctx, value, word.start)
             if not ctx.uses_nvcc and not cmake and (new is None or not re.search(r"(?:sm|compute)_\d", value)):
                 done.difference_update(range(i, last + 1))  # -arch x86_64 / -arch $(ARCH) in a file without nvcc
                 ctx.arch_vars = {k: v for k, v in ctx.arch_vars.items() if f"$({k})" not in value

@@ -22,6 +22,8 @@ from hipport.convert.build.common import (
 
 _ASSIGN = re.compile(r"[ \t]*(?:(?:export|override|private)[ \t]+)*(?P<name>[^\s:#=+?!$()]+)[ \t]*"
                      r"(?P<op>:::=|::=|:=|\?=|\+=|!=|=)")
+# An assignment that asks the NVIDIA driver or compiler which GPU there is (`$(shell nvidia-smi --query-gpu=...)`).
+_ASKS_NVIDIA = re.compile(r"\bnvidia-smi\b|\bnvcc\b|\bdeviceQuery\b")
 _DIRECTIVE = re.compile(r"[ \t]*(?:ifeq|ifneq|ifdef|ifndef|else|endif|include|-include|sinclude|define|endef|"
                         r"unexport|undefine|vpath)\b")
 
@@ -145,10 +147,21 @@ def convert_makefile(ctx: BuildContext) -> None:
         if all(ARCH_VALUE.match(v) for v in values):
             ctx.edit(words[0].start, words[-1].end, ctx.arch_text, "arch-variable")
             done.update(range(len(words)))
+        elif _ASKS_NVIDIA.search(" ".join(values)):
+            ctx.untranslated(words[0].start, " ".join(values), f"{line.name} feeds --offload-arch and is set by "
+                             f"asking NVIDIA's tools for the GPU; set it to AMD targets ({ctx.arch_text})",
+                             "arch-variable")
+            done.update(range(len(words)))
         elif not any(v.startswith("gfx") or v.startswith("$") for v in values):
             ctx.untranslated(words[0].start, " ".join(values), f"{line.name} feeds --offload-arch; give it AMD "
                              f"targets ({ctx.arch_text})", "arch-variable")
             done.update(range(len(words)))
+    assigned = {line.name for line, _, _ in handled if line.name is not None}
+    for name, at in ctx.arch_vars.items():
+        if name not in assigned:  # from the environment or `make VAR=...`: set for NVIDIA GPUs today
+            ctx.untranslated(at, f"$({name})", f"{name} feeds --offload-arch and the file does not set it (the "
+                             f"environment or the make command line does); give it AMD targets ({ctx.arch_text})",
+                             "arch-variable")
     if ctx.rdc:
         _rdc_link(ctx, handled, compiler_vars, rdc_vars, rdc_in_recipe)
     prelude = []
