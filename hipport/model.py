@@ -81,13 +81,22 @@ def apply_edits(src: bytes, edits: list[Edit]) -> bytes:
     return b"".join(reversed(out))
 
 
-def apply_suggestions(src: bytes, findings, select: set[str] | frozenset[str] | None = None) -> bytes:
-    """Apply the edits of the findings whose rule is in ``select`` (all when empty or None). Identical edits
-    from several findings are applied once; an edit overlapping one already taken is skipped."""
+# A finding's confidence, most certain first. `high` is kept for patches that are mechanical and proven by a
+# fixture (a reviewed `.fixed.cu`, and for warp-level code one run on 64 lanes); `convert --apply-suggestions`
+# applies only those unless asked for more.
+CONFIDENCE_LEVELS = ("high", "medium", "low")
+
+
+def apply_suggestions(src: bytes, findings, select: set[str] | frozenset[str] | None = None,
+                      level: str = "low") -> bytes:
+    """Apply the edits of the findings whose rule is in ``select`` (all when empty or None) and whose confidence
+    is ``level`` or higher. Identical edits from several findings are applied once; an edit overlapping one
+    already taken is skipped."""
     edits: list[Edit] = []
     seen = set()
+    allowed = CONFIDENCE_LEVELS[: CONFIDENCE_LEVELS.index(level) + 1]
     for f in findings:
-        if select and f.rule_id not in select:
+        if (select and f.rule_id not in select) or f.confidence not in allowed:
             continue
         for e in f.edits:
             key = (e.start, e.end, e.new)

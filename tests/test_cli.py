@@ -221,3 +221,20 @@ def test_apply_suggestions_with_select(tmp_path):
     assert r.returncode == 0, r.stderr
     r = hipport("convert", "--stdout", "--apply-suggestions", "--select", "no-such-rule", f)
     assert r.returncode == 2 and b"unknown audit rule id `no-such-rule`" in r.stderr
+    r = hipport("convert", "--stdout", "--suggestion-level", "medium", f)
+    assert r.returncode == 2 and b"--suggestion-level only applies with --apply-suggestions" in r.stderr
+
+
+def test_apply_suggestions_takes_high_confidence_unless_asked(tmp_path):
+    """A reduction from offset 16 whose lane and warp ids are not in the file: `warpSize / 2` is a guess about
+    how its result is used (confidence medium), so only `--suggestion-level medium` applies it."""
+    f = tmp_path / "r.cu"
+    f.write_bytes(b"__device__ float wsum(float v) {\n"
+                  b"  for (int o = 16; o > 0; o /= 2) v += __shfl_xor_sync(~0ull, v, o);\n  return v;\n}\n")
+    safe = hipport("convert", "--stdout", "--rocm-version", "7.0", "--apply-suggestions", f)
+    assert safe.returncode == 0, safe.stderr
+    assert b"int o = 16;" in safe.stdout
+    wide = hipport("convert", "--stdout", "--rocm-version", "7.0", "--apply-suggestions", "--suggestion-level",
+                   "medium", f)
+    assert wide.returncode == 0, wide.stderr
+    assert b"int o = warpSize / 2;" in wide.stdout

@@ -112,7 +112,12 @@ def _interruptible(command):
                    "can build for (asked once and cached), else all three.")
 @click.option("--apply-suggestions", is_flag=True,
               help="Also apply the suggested patches of `hipport audit` (wave64, masks, atomics) to the converted "
-                   "code; limit them with --select.")
+                   "code: by default only those of confidence `high`, which are mechanical and proven by a reviewed "
+                   "fixture (warp-level ones also run on 64 lanes); widen with --suggestion-level, limit with "
+                   "--select.")
+@click.option("--suggestion-level", type=click.Choice(["high", "medium", "low"]), default=None,
+              help="With --apply-suggestions: the least confidence a patch needs (default `high`). `medium` and "
+                   "`low` patches rest on a guess about the code (the finding says which); review their diff.")
 @click.option("--select", "select", multiple=True, metavar="RULE[,RULE...]",
               help="With --apply-suggestions: only these audit rule ids (repeatable; default every rule with a fix).")
 @click.option("--follow-symlinks", is_flag=True,
@@ -140,8 +145,8 @@ def _interruptible(command):
 @click.option("-v", "--verbose", is_flag=True, help="List every changed file, every finding and every name.")
 @_interruptible
 def convert(paths, output_dir, diff_mode, check, to_stdout, roc, rocm_version, launch_syntax, config_path, exclude,
-            rule_dirs, hipify_perl, no_hipify_perl, no_build_files, offload_arch, apply_suggestions, select,
-            follow_symlinks, skip_read_only, force, verify, include_dirs, jobs, no_cache, cache_dir, quiet, verbose):
+            rule_dirs, hipify_perl, no_hipify_perl, no_build_files, offload_arch, apply_suggestions,
+            suggestion_level, select, follow_symlinks, skip_read_only, force, verify, include_dirs, jobs, no_cache, cache_dir, quiet, verbose):
     """Convert CUDA sources under PATHS to HIP.
 
     PATHS are files or directories; directories are searched for .cu .cuh .cpp .cc .cxx .c .h .hpp .hh .inl
@@ -208,6 +213,8 @@ def convert(paths, output_dir, diff_mode, check, to_stdout, roc, rocm_version, l
     suggestions = _suggestion_ids(select) if apply_suggestions else None
     if select and not apply_suggestions:
         fail("--select only applies with --apply-suggestions")
+    if suggestion_level and not apply_suggestions:
+        fail("--suggestion-level only applies with --apply-suggestions")
     options = ConvertOptions(roc=roc, rocm_version=rocm, launch_syntax=launch_syntax, suggestions=suggestions,
                              offload_arch=targets)
     post = None
@@ -216,7 +223,7 @@ def convert(paths, output_dir, diff_mode, check, to_stdout, roc, rocm_version, l
             fixer,  # only when asked: the audit parses ASTs
         )
 
-        post = fixer(rocm, suggestions)
+        post = fixer(rocm, suggestions, suggestion_level or "high")
 
     def emit(source, result):
         if diff_mode and result.error is None:
@@ -231,7 +238,7 @@ def convert(paths, output_dir, diff_mode, check, to_stdout, roc, rocm_version, l
                 err.print(f"{'would change' if write == 'none' else 'converted'}: {result.path}", markup=False)
 
     cache = None if no_cache else ResultCache(
-        "convert", f"{rules_fingerprint([p for p in rules.files])}\0{options!r}", cache_dir)
+        "convert", f"{rules_fingerprint([p for p in rules.files])}\0{options!r}\0{suggestion_level}", cache_dir)
     show_progress = err.is_terminal and not quiet and len(sources) > _PROGRESS_MIN_FILES and not (diff_mode or to_stdout)
     if show_progress:
         with Progress(TextColumn("converting"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
