@@ -68,6 +68,8 @@ class RuleSet:
     headers: dict[str, HeaderRule] = field(default_factory=dict)
     namespaces: dict[str, str] = field(default_factory=dict)
     family_notes: dict[str, str] = field(default_factory=dict)  # families reported, not renamed (hip target)
+    # `[[unmapped]]` of headers.toml: (glob, note) for `<...>` CUDA headers no [headers] entry names; first wins
+    unmapped_headers: list[tuple[str, str]] = field(default_factory=list)
     family_counts: dict[str, int] = field(default_factory=dict)
     files: list[Path] = field(default_factory=list)
     # rules/overrides.toml: names whose HIP target hipport sets otherwise than HIPIFY's tables -> (HIPIFY's, why)
@@ -188,6 +190,17 @@ def _load_headers_file(path: Path, data: dict, rules: RuleSet) -> None:
                 or not isinstance(entry.get("note"), str):
             raise RuleError(f"{path}: family `{fam}` must be `{{ rename = false, note = \"...\" }}`")
         rules.family_notes[fam] = entry["note"]
+    unmapped = data.get("unmapped", [])
+    if not isinstance(unmapped, list):
+        raise RuleError(f"{path}: `unmapped` must be an array of tables (`[[unmapped]]`)")
+    for n, entry in enumerate(unmapped, 1):
+        globs = entry.get("match") if isinstance(entry, dict) else None
+        globs = [globs] if isinstance(globs, str) else globs
+        if set(entry) != {"match", "note"} or not isinstance(entry["note"], str) or not entry["note"] \
+                or not isinstance(globs, list) or not globs or not all(isinstance(g, str) and g for g in globs):
+            raise RuleError(f"{path}: `[[unmapped]]` #{n} needs exactly `match` (a glob or a list of globs) and "
+                            "`note`, non-empty")
+        rules.unmapped_headers.extend((g, entry["note"]) for g in globs)
 
 
 OVERRIDE_KEYS = frozenset({"hip", "source", "why"})
@@ -236,7 +249,7 @@ def _cache_key(files: list[Path]) -> str:
     from hipport import __version__
 
     h = hashlib.sha256(__version__.encode())
-    for path in files:
+    for path in [Path(__file__), *files]:  # this module too: the pickled RuleSet's fields are its code
         st = path.stat()
         h.update(f"{path.resolve()}\0{st.st_size}\0{st.st_mtime_ns}\0".encode())
     return h.hexdigest()[:24]
@@ -280,7 +293,7 @@ def _parse_rules(files: list[Path]) -> RuleSet:
         override = builtin not in path.parents
         if path == builtin / "overrides.toml":
             _load_overrides(path, data, rules)
-        elif "headers" in data or "namespaces" in data or "families" in data:
+        elif "headers" in data or "namespaces" in data or "families" in data or "unmapped" in data:
             _load_headers_file(path, data, rules)
         else:
             _load_mapping_file(path, data, rules, override=override)

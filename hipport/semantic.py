@@ -83,6 +83,7 @@ class Semantic:
     location: dict = None      # cuda name -> (argument count, location position, flags position or None, hip name,
                                # only a location seen as one): cudaMemLocation arguments HIP takes as device ordinals
     legacy: dict = None        # library -> Legacy: a legacy API whose names are kept when only its header is included
+    roc_keep_hip: dict = None  # CUDA header -> (families whose HIP names stay under --roc, why): rules/roc.toml
 
 
 def _table(path, data, key) -> dict:
@@ -240,6 +241,20 @@ def _roc(path, data) -> tuple[dict, dict]:
     return dict(libraries), out
 
 
+def _roc_keep_hip(path, data) -> dict:
+    """`[keep_hip]`: `"cublasLt.h" = { families = ["cublas"], why = "..." }`."""
+    table = data.get("keep_hip", {})
+    if not isinstance(table, dict):
+        raise RuleError(f"{path}: `[keep_hip]` must be a table")
+    out = {}
+    for header, e in table.items():
+        if not isinstance(e, dict) or set(e) != {"families", "why"} or not isinstance(e["why"], str) \
+                or not isinstance(e["families"], list) or not all(isinstance(f, str) and f for f in e["families"]):
+            raise RuleError(f"{path}: `[keep_hip]` entry `{header}` takes `families` (a list of family ids) and `why`")
+        out[header] = (frozenset(e["families"]), e["why"])
+    return out
+
+
 def _location(path, data) -> dict:
     out = {}
     for n, e in _table(path, data, "location").items():
@@ -348,4 +363,5 @@ def load_semantic() -> Semantic:
         {n: _str(warp_path, "before_sync", n, v) for n, v in _table(warp_path, warp, "before_sync").items()},
         legacy=_legacy(calls_path, calls),
         location=_location(calls_path, calls),
+        roc_keep_hip=_roc_keep_hip(roc_path, _read_toml(roc_path)),
     )

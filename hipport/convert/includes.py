@@ -4,6 +4,7 @@ device code but no runtime header gets `<hip/hip_runtime.h>`."""
 from __future__ import annotations
 
 import re
+from fnmatch import fnmatchcase
 
 from hipport import directives as dirs
 from hipport import rocm
@@ -29,6 +30,11 @@ def rewrite_includes(ctx: ConversionContext) -> None:
         start, end, header = target
         rule = ctx.rules.headers.get(header.decode("latin-1"))
         new_header = header
+        if rule is None and ctx.src[start - 1:start] == b"<":
+            note = unmapped_note(ctx.rules.unmapped_headers, header.decode("latin-1"))
+            if note is not None:
+                name = header.decode("latin-1")
+                ctx.finding("unsupported-header", "warning", start, f"`{name}`: {note}", subject=name)
         if rule is not None:
             if rule.remove:
                 _remove(ctx, d, rule.cuda)
@@ -52,6 +58,11 @@ def rewrite_includes(ctx: ConversionContext) -> None:
         seen.setdefault(new_header, []).append(d.block)
         if new_header == HIP_RUNTIME:
             ctx.has_runtime = True
+
+
+def unmapped_note(patterns, header: str) -> str | None:
+    """The note of the first `[[unmapped]]` glob ``header`` matches (a CUDA header no rule maps), else None."""
+    return next((note for glob, note in patterns if fnmatchcase(header, glob)), None)
 
 
 def _runtime_before(seen: dict, block: tuple) -> bool:

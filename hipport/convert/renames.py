@@ -28,6 +28,7 @@ def rename_identifiers(ctx: ConversionContext) -> None:
     target_rocm = ctx.options.rocm_version
     users = ctx.user_names  # members, names in the user's namespaces or scopes, the file's own declarations
     roc_types = _roc_library_types(ctx) if roc else {}
+    hip_families = _roc_kept_families(ctx) if roc else frozenset()
     for i in ctx.candidates:
         if skip[i] or i in claimed or users.is_users(i):
             continue
@@ -55,7 +56,8 @@ def rename_identifiers(ctx: ConversionContext) -> None:
                 line, col = ctx.lines.line_col(starts[i])
                 ctx.result.unknown.append((name, line, col))
             continue
-        target = rule.target(roc)
+        family_roc = roc and rule.family not in hip_families
+        target = rule.target(family_roc)
         if target is not None and rule.family in ctx.rules.family_notes and not (roc and rule.roc):
             # cuDNN's "HIP" names are hipDNN's, which ROCm does not ship: without a MIOpen name the use is reported
             # under --roc too (hipify-clang: unsupported in ROC), never renamed to hipDNN.
@@ -71,7 +73,7 @@ def rename_identifiers(ctx: ConversionContext) -> None:
             ctx.result.findings.append(_unsupported(ctx, rule, starts[i]))
         elif target != name:
             ctx.convert(starts[i], ends[i], target.encode(), name, rule.family)
-            added = rule.versions.get("roc_added" if roc and rule.roc else "hip_added")
+            added = rule.versions.get("roc_added" if family_roc and rule.roc else "hip_added")
             if added and parse_version(added)[:2] > target_rocm and not _installed_has(target, target_rocm) \
                     and f"shim:{target}" not in ctx.once:
                 ctx.finding("needs-newer-rocm", "warning", starts[i],
@@ -95,6 +97,26 @@ def _unsupported(ctx: ConversionContext, rule, offset: int) -> Finding:
 
 def _installed_has(name: str, target_rocm: tuple) -> bool:
     return rocm.detect_installed() == target_rocm[:2] and name in rocm.installed_names()
+
+
+def _included(ctx: ConversionContext) -> set[str]:
+    return {t[2].decode("latin-1") for d in ctx.structure.directives
+            if (t := dirs.include_target(ctx.tokens, d)) is not None}
+
+
+def _roc_kept_families(ctx: ConversionContext) -> frozenset:
+    """For --roc: the families that keep their HIP names because the file includes a header of `[keep_hip]`
+    (cuBLASLt code: hipBLASLt takes hipBLAS's enums), reported once."""
+    keep = ctx.semantic.roc_keep_hip or {}
+    families: set[str] = set()
+    for header in sorted(_included(ctx) & set(keep)):
+        fams, why = keep[header]
+        families |= fams
+        if f"roc-keep:{header}" not in ctx.once:
+            ctx.once.add(f"roc-keep:{header}")
+            ctx.finding("roc-name-kept", "info", 0, f"--roc: this file includes `{header}`, so "
+                        f"{', '.join(sorted(fams))} names keep their HIP forms: {why}", subject=header)
+    return frozenset(families)
 
 
 def _roc_library_types(ctx: ConversionContext) -> dict:
