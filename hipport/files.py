@@ -389,13 +389,30 @@ class _Hold:
     pending: int | None = None
     action: Callable[[int], None] | None = None
     swallowed: int | None = None  # a signal whose Interrupted was raised where it could not propagate
+    raised = 0  # how many Interrupted the handler has raised: a count, so a caller can tell one happened since
+    last: int | None = None
 
 
 def interrupt(signum: int, frame=None) -> None:
     """The signal handler for SIGINT/SIGTERM in hipport's main thread: raise Interrupted, or, while a write is under
     way, once it is done (see :func:`critical`; the action is set by :func:`on_deferred_signal`)."""
     if not defer_signal(signum):
+        _Hold.raised += 1
+        _Hold.last = signum
         raise Interrupted(signum)
+
+
+def interrupts_raised() -> int:
+    """A count of the Interrupted raised so far; compare two readings to learn whether one was raised between."""
+    return _Hold.raised
+
+
+def reraise_if_interrupted_since(count: int) -> None:
+    """Raise Interrupted when a signal was raised since ``count`` was read. ctypes turns an exception raised
+    while it converts arguments (a signal landing inside a libclang call) into ``ArgumentError``, a plain
+    Exception that an ``except Exception`` would report as a bug and go on."""
+    if _Hold.raised != count and _Hold.last is not None:
+        raise Interrupted(_Hold.last)
 
 
 def _unraisable(hook):

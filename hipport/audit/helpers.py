@@ -24,6 +24,7 @@ from hipport.audit.checks.common import (
 )
 from hipport.audit.checks.atomics import type_aliases
 from hipport.audit.checks.context import COMMENT, IDENT, LITERAL, Context, int_value
+from hipport.files import interrupts_raised, reraise_if_interrupted_since
 from hipport.model import Finding
 
 # The rules whose findings inside a helper make every call of it a 32-lane assumption, most telling first. A
@@ -535,9 +536,11 @@ def header_summary(path: str, mtime_ns: int, size: int, options) \
             src = fh.read()
     except OSError:
         return {}, {}, {}
+    signals_before = interrupts_raised()
     try:
         ctx = run_checks(src, path, options)
     except Exception:  # noqa: BLE001 - a header that cannot be lexed has no summary; its own audit says why
+        reraise_if_interrupted_since(signals_before)  # ctypes wraps a Ctrl-C in ArgumentError
         return {}, {}, {}
     label = os.path.basename(path)
     return summarise(ctx, ctx.findings, label), mask_macros(ctx, label), type_aliases(ctx)

@@ -27,7 +27,9 @@ from hipport.files import (
     load_source,
     on_deferred_signal,
     output_path,
+    interrupts_raised,
     raise_if_interrupted,
+    reraise_if_interrupted_since,
     remove_stale_temps,
     show,
     write_atomic,
@@ -57,6 +59,7 @@ def convert_one(source: Source, rules: RuleSet, options: ConvertOptions,
     if cached is not None:
         findings, unknown, defines = cached
         return FileResult(path, src, src, findings=findings, unknown=unknown, defines=defines), st
+    signals_before = interrupts_raised()
     try:
         if source.build is not None:  # a Makefile or CMake file: its own rules, no audit step
             result = convert_build_text(src, source.build, options, path)[0]
@@ -67,6 +70,7 @@ def convert_one(source: Source, rules: RuleSet, options: ConvertOptions,
     except LexError as exc:
         return FileResult(path, src, None, error=f"{show(path)}: {exc}; file left unchanged"), st
     except Exception as exc:  # an engine bug must cost one file, not the run
+        reraise_if_interrupted_since(signals_before)  # ... but a Ctrl-C that ctypes disguised stops it
         return FileResult(path, src, None, error=f"{show(path)}: internal error ({type(exc).__name__}: "
                                                  f"{str(exc)[:200]}); file left unchanged, please report it"), st
     if cache is not None and not result.changed:

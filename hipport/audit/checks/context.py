@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from hipport import directives as dirs
 from hipport.audit.checks import clangparse
 from hipport.audit.hazards import SEVERITY_RANK, Hazard, wave_size
+from hipport.files import interrupts_raised, reraise_if_interrupted_since
 from hipport.model import Edit, Finding
 from hipport.scan import COMMENT, IDENT, KEYWORD, LITERAL, PUNCT, Lines, lex
 
@@ -301,9 +302,11 @@ class Context:
             hot = _CALLS_OF_INTEREST_B
             regions = sorted((self.starts[fn.name_index], self.ends[fn.body[1]]) for fn in self.functions
                              if any(self.text[k] in hot for k in range(fn.body[0], fn.body[1])))
+            signals_before = interrupts_raised()
             try:
                 self._parsed = clangparse.parse(self.src, regions, _CALLS_OF_INTEREST)
             except Exception:  # a libclang failure must not cost the token-level findings
+                reraise_if_interrupted_since(signals_before)  # ctypes wraps a Ctrl-C in ArgumentError
                 self._parsed = None
         return self._parsed  # type: ignore[return-value]
 
