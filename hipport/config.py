@@ -8,6 +8,7 @@ from pathlib import Path
 
 KEYS = {
     "rocm-version": str,
+    "defines": list,
     "offload-arch": (list, str),
     "exclude": list,
     "rules": list,

@@ -66,6 +66,8 @@ def options_of(text: str) -> AuditOptions:
         opts["rocm_version"] = parse_version(kw["rocm"])
     if "arch" in kw:
         opts["offload_arch"] = tuple(kw["arch"].split(","))
+    if "defines" in kw:  # the project's switches for its AMD build (settings' `defines`)
+        opts["defines"] = tuple(kw["defines"].split(","))
     return AuditOptions(**opts)
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from hipport.audit import helpers, suppressions
+from hipport.audit import amd_view, helpers, suppressions
 from hipport.audit.checks import (
     atomics,
     ballot,
@@ -45,6 +45,8 @@ class AuditOptions:
     ignore: frozenset[str] = field(default_factory=frozenset)
     # Folders searched for `#include "..."` headers after the including file's own (the project's -I folders).
     include_dirs: tuple[str, ...] = ()
+    # The project's own switches for its AMD build (`USE_ROCM`, `GGML_USE_HIP=1`), from settings and build files.
+    defines: tuple[str, ...] = ()
 
     def wants(self, rule_id: str) -> bool:
         return (not self.select or rule_id in self.select) and rule_id not in self.ignore
@@ -52,8 +54,9 @@ class AuditOptions:
 
 def run_checks(src: bytes, path: str, options: AuditOptions, prepare=None) -> Context:
     """Every check over one file; the findings are left in ``ctx.findings``, unfiltered. ``prepare(ctx)`` runs
-    before the checks (the engine hands them what the included headers define)."""
-    ctx = Context(src, path, options, load_hazards())
+    before the checks (the engine hands them what the included headers define). The checks see the AMD build's
+    view of the file (amd_view): branches hipcc never compiles for AMD are blank, offsets unchanged."""
+    ctx = Context(amd_view.view(src, amd_view.defines_for(options)), path, options, load_hazards())
     if prepare is not None:
         prepare(ctx)
     for check in CHECKS:

@@ -27,6 +27,7 @@ from hipport.audit.hazards import (
     load_hazards,
     parse_version,
 )
+from hipport.audit.amd_view import build_defines
 from hipport.audit.helpers import dependency_key
 from hipport.cache import ResultCache, rules_fingerprint
 from hipport.cli.convert import verify_converted
@@ -345,7 +346,9 @@ def audit(paths, exclude, follow_symlinks, archs, rocm, select, ignore, include_
     except InputError as exc:
         fail(str(exc))
     headers = tuple(str(Path(d).resolve()) for d in (*config.paths("include-dirs"), *include_dirs))
-    options = AuditOptions(arch_list, rocm_version, selected, ignored, include_dirs=headers)
+    # The project's AMD switches: as the settings name them, else as its build files pass them (`-DUSE_ROCM`).
+    defines = tuple(config.get("defines")) if config.get("defines") is not None else build_defines(str(base))
+    options = AuditOptions(arch_list, rocm_version, selected, ignored, include_dirs=headers, defines=defines)
     if write_baseline is not None:
         _check_baseline_target(write_baseline)
     plan, report_dir = ([], None) if write_baseline is not None else _plan_outputs(reports, output, output_dir)

@@ -1,0 +1,307 @@
+"""A file as hipcc compiles it for an AMD target: the `#if` branches that configuration never compiles are blanked.
+
+Single-source projects keep the CUDA spelling beside the HIP one (`#ifdef USE_ROCM ... #else ... #endif`). The
+checks must judge the branch the AMD build compiles, not the one for NVIDIA, so before they run every line of a
+branch that is certainly not compiled for AMD becomes spaces. Offsets and line numbers stay as they were, so
+findings and patches computed on the view apply to the file's own bytes.
+
+A condition is judged only when it can be: names hipcc defines for AMD are true, names of the NVIDIA platform are
+false, the project's own switches (settings' `defines`, `-D` flags of its build files) are true; anything else
+(`__CUDA_ARCH__`, `CUDA_VERSION`, a name the file does not settle) leaves every branch of that `#if` in view.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+# What hipcc (HIP-Clang) defines when it compiles for an AMD GPU, on the host and on the device pass alike.
+AMD_DEFINES = {"__HIP_PLATFORM_AMD__": 1, "__HIP_PLATFORM_HCC__": 1, "__HIPCC__": 1, "__HIP__": 1}
+# Never defined for AMD. `__CUDA_ARCH__` and `__CUDACC__` are not here: a CUDA source is audited before convert
+# renames them to their HIP twins, so their branches are the device pass / the HIP build.
+AMD_UNDEFINED = frozenset({"__HIP_PLATFORM_NVIDIA__", "__HIP_PLATFORM_NVCC__", "__NVCC__"})
+
+_COND = re.compile(rb"^[ \t]*#[ \t]*(if|ifdef|ifndef|elif|else|endif|elifdef|elifndef|define|undef)\b(.*)$")
+_TOKEN = re.compile(r"\s*(defined|[A-Za-z_]\w*|0[xX][0-9a-fA-F]+[uUlL]*|\d+[uUlL]*|&&|\|\||==|!=|<=|>=|<<|>>|"
+                    r"[()!<>+\-*/%])")
+_DEFINE = re.compile(rb"^[ \t]*([A-Za-z_]\w*)(?:[ \t]+(\d+))?[ \t]*$")
+
+
+def defines_for(options) -> dict[str, int]:
+    """Known macro values for the AMD build: hipcc's, then the project's switches (`NAME` or `NAME=VALUE`)."""
+    known = dict(AMD_DEFINES)
+    for item in getattr(options, "defines", ()) or ():
+        name, _, value = item.partition("=")
+        known[name.strip()] = int(value) if value.strip().lstrip("-").isdigit() else 1
+    return known
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Three-valued evaluation of an `#if` condition: an int, or None where the value cannot be known.
+
+class _Unknown(Exception):
+    pass
+
+
+def _evaluate(expr: str, known: dict[str, int], undefined: set[str]) -> int | None:
+    expr = re.sub(r"/\*.*?\*/|//.*$", " ", expr)
+    tokens, pos = [], 0
+    while pos < len(expr):
+        m = _TOKEN.match(expr, pos)
+        if not m:
+            if expr[pos:].strip():
+                return None
+            break
+        tokens.append(m.group(1))
+        pos = m.end()
+    parser = _Parser(tokens, known, undefined)
+    try:
+        value = parser.top()
+    except (_Unknown, IndexError, ZeroDivisionError):
+        return None
+    return value if parser.pos == len(tokens) else None
+
+
+class _Parser:
+    """Precedence climbing over `|| && == != < > <= >= + - * / % !` and `defined`. An operand that cannot be
+    known raises, except where `||` / `&&` settle the answer without it."""
+
+    _LEVELS = (("||",), ("&&",), ("==", "!="), ("<", ">", "<=", ">="), ("<<", ">>"), ("+", "-"), ("*", "/", "%"))
+
+    def __init__(self, tokens, known, undefined):
+        self.t, self.pos, self.known, self.undefined = tokens, 0, known, undefined
+
+    def top(self):
+        return self._level(0)
+
+    def _level(self, k):
+        if k == len(self._LEVELS):
+            return self._unary()
+        left = self._operand(k)
+        while self.pos < len(self.t) and self.t[self.pos] in self._LEVELS[k]:
+            op = self.t[self.pos]
+            self.pos += 1
+            left = _apply(op, left, self._operand(k))
+        if left is None and k > 1:
+            raise _Unknown
+        return left
+
+    def _operand(self, k):
+        """An operand of `||`/`&&` may be unknown (None) and the other may still settle the answer."""
+        if k > 1:
+            return self._level(k + 1)
+        at = self.pos
+        try:
+            return self._level(k + 1)
+        except _Unknown:
+            self.pos = at
+            self._skip_operand(k)
+            return None
+
+    def _skip_operand(self, k):
+        depth = 0
+        while self.pos < len(self.t):
+            tok = self.t[self.pos]
+            if tok == "(":
+                depth += 1
+            elif tok == ")":
+                if depth == 0:
+                    return
+                depth -= 1
+            elif depth == 0 and tok in ("||",) + (("&&",) if k == 1 else ()):
+                return
+            self.pos += 1
+
+    def _unary(self):
+        tok = self.t[self.pos]
+        self.pos += 1
+        if tok == "!":
+            return int(not self._unary())
+        if tok == "-":
+            return -self._unary()
+        if tok == "(":
+            value = self._level(0)
+            if value is None or self.t[self.pos] != ")":
+                raise _Unknown
+            self.pos += 1
+            return value
+        if tok == "defined":
+            paren = self.t[self.pos] == "("
+            if paren:
+                self.pos += 1
+            name = self.t[self.pos]
+            self.pos += 1 + paren
+            if name in self.known:
+                return 1
+            if name in self.undefined:
+                return 0
+            raise _Unknown
+        if tok[0].isdigit():
+            return int(tok.rstrip("uUlL"), 0) if not (len(tok) > 1 and tok[0] == "0" and tok[1].isdigit()) \
+                else int(tok.rstrip("uUlL"), 8)
+        if tok in self.known:
+            return self.known[tok]
+        if tok in self.undefined:
+            return 0  # an undefined name in `#if` is 0
+        raise _Unknown
+
+
+def _apply(op, a, b):
+    if op == "||":
+        if a or b:
+            return 1
+        return None if a is None or b is None else 0
+    if op == "&&":
+        if a == 0 or b == 0:
+            return 0
+        return None if a is None or b is None else 1
+    if a is None or b is None:
+        return None
+    return int({"==": a == b, "!=": a != b, "<": a < b, ">": a > b, "<=": a <= b, ">=": a >= b}[op]) \
+        if op in ("==", "!=", "<", ">", "<=", ">=") else \
+        {"<<": a << b, ">>": a >> b, "+": a + b, "-": a - b, "*": a * b, "/": a // b, "%": a % b}[op]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+
+def _logical_lines(src: bytes):
+    """(start, end, text) of each logical line, backslash continuations joined."""
+    pos, n = 0, len(src)
+    while pos < n:
+        start = pos
+        parts = []
+        while True:
+            nl = src.find(b"\n", pos)
+            end = n if nl == -1 else nl
+            line = src[pos:end].rstrip(b"\r")
+            pos = n if nl == -1 else nl + 1
+            if line.endswith(b"\\") and pos < n:
+                parts.append(line[:-1])
+                continue
+            parts.append(line)
+            break
+        yield start, pos, b" ".join(parts)
+
+
+_QUICK = re.compile(rb"^[ \t]*#[ \t]*(?:if|elif)", re.M)
+
+
+def view(src: bytes, known: dict[str, int], undefined=AMD_UNDEFINED) -> bytes:
+    """``src`` with every line of a branch the AMD build certainly does not compile blanked (newlines kept)."""
+    if not _QUICK.search(src):
+        return src
+    words = set(known) | set(undefined)
+    if not any(w.encode() in src for w in words):
+        return src
+    known = dict(known)
+    undefined = set(undefined)
+    out = bytearray(src)
+    # frames: [dead_before, settled, certain, any_unknown] per open `#if`
+    #   dead: this branch is not compiled; settled: an earlier branch was certainly taken;
+    #   certain: this branch is certainly compiled (so its `#define`s are facts)
+    stack: list[list] = []
+    dead = False
+    certain = True
+    changed = False
+    for start, end, line in _logical_lines(src):
+        m = _COND.match(line)
+        kind = m.group(1).decode() if m else ""
+        if kind in ("if", "ifdef", "ifndef"):
+            value = _condition(kind, m.group(2), known, undefined)
+            stack.append({"outer_dead": dead, "outer_certain": certain, "settled": value == 1, "unknown": value is None})
+            dead = dead or value == 0
+            certain = certain and not dead and value == 1
+            continue
+        if kind in ("elif", "elifdef", "elifndef", "else") and stack:
+            f = stack[-1]
+            value = 1 if kind == "else" else _condition(kind[2:] if kind != "elif" else "if", m.group(2), known,
+                                                       undefined)
+            if f["settled"]:
+                value = 0
+            dead = f["outer_dead"] or value == 0
+            certain = f["outer_certain"] and not dead and value == 1 and not f["unknown"]
+            f["settled"] = f["settled"] or value == 1
+            f["unknown"] = f["unknown"] or value is None
+            continue
+        if kind == "endif" and stack:
+            f = stack.pop()
+            dead, certain = f["outer_dead"], f["outer_certain"]
+            continue
+        if dead:
+            for k in range(start, end):
+                if out[k] not in (0x0A, 0x0D):
+                    out[k] = 0x20
+            changed = True
+            continue
+        if kind == "define":
+            d = _DEFINE.match(m.group(2))
+            if d and certain:
+                known[d.group(1).decode()] = int(d.group(2)) if d.group(2) else 1
+                undefined.discard(d.group(1).decode())
+            elif d:  # defined on some paths only: no longer known either way
+                known.pop(d.group(1).decode(), None)
+                undefined.discard(d.group(1).decode())
+        elif kind == "undef":
+            name = m.group(2).strip().decode("latin-1")
+            known.pop(name, None)
+            if certain:
+                undefined.add(name)
+            else:
+                undefined.discard(name)
+    return bytes(out) if changed else src
+
+
+def _condition(kind: str, rest: bytes, known, undefined) -> int | None:
+    text = rest.decode("latin-1")
+    if kind in ("ifdef", "ifndef"):
+        name = re.sub(r"/\*.*?\*/|//.*$", " ", text).strip()
+        if name in known:
+            value = 1
+        elif name in undefined:
+            value = 0
+        else:
+            return None
+        return value if kind == "ifdef" else 1 - value
+    value = _evaluate(text, known, undefined)
+    return None if value is None else int(bool(value))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The project's own switches, from its build files.
+
+_BUILD_NAMES = ("Makefile", "makefile", "GNUmakefile", "CMakeLists.txt")
+_BUILD_SUFFIXES = (".mk", ".cmake")
+_D_FLAG = re.compile(rb"(?:-D[ \t]*|add_compile_definitions\([^)]*?\b|target_compile_definitions\([^)]*?\b)"
+                     rb"([A-Za-z_]\w*)(?:=(\w+))?")
+# A switch named after the AMD stack; `-DCUDA_...`/`NVIDIA` ones are the other build's.
+_AMD_SWITCH = re.compile(rb"ROCM|HIP|AMD", re.I)
+_NOT_AMD = re.compile(rb"CUDA|NVIDIA|NVCC", re.I)
+_MAX_BUILD_BYTES = 1_000_000
+
+
+def build_defines(root: str, limit: int = 200, max_dirs: int = 5000) -> tuple[str, ...]:
+    """`-D` switches named for ROCm/HIP/AMD in the project's Makefiles and CMake files (`-DUSE_ROCM`,
+    `add_compile_definitions(GGML_USE_HIP)`), sorted. At most ``limit`` build files and ``max_dirs`` folders
+    are read, so a huge tree costs no more than a moment."""
+    found: set[str] = set()
+    seen = 0
+    for count, (folder, dirs, files) in enumerate(os.walk(root)):
+        if count > max_dirs:
+            break
+        dirs[:] = [d for d in dirs if not d.startswith(".") and d not in ("build", "node_modules", "third_party")]
+        for name in files:
+            if name not in _BUILD_NAMES and not name.endswith(_BUILD_SUFFIXES):
+                continue
+            seen += 1
+            if seen > limit:
+                return tuple(sorted(found))
+            try:
+                with open(os.path.join(folder, name), "rb") as fh:
+                    text = fh.read(_MAX_BUILD_BYTES)
+            except OSError:
+                continue
+            for m in _D_FLAG.finditer(text):
+                word = m.group(1)
+                if _AMD_SWITCH.search(word) and not _NOT_AMD.search(word) and not word.startswith(b"__"):
+                    found.add(word.decode() + (f"={m.group(2).decode()}" if m.group(2) else ""))
+    return tuple(sorted(found))

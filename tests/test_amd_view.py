@@ -1,0 +1,75 @@
+"""The AMD build's view of a file (hipport/audit/amd_view.py): which `#if` branches hipcc never compiles for AMD,
+the project's switches from settings and build files, and the audit judging only what the AMD build compiles."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from hipport.audit.amd_view import AMD_DEFINES, AMD_UNDEFINED, _evaluate, build_defines, view
+
+ROOT = Path(__file__).resolve().parents[1]
+KNOWN = {**AMD_DEFINES, "USE_ROCM": 1}
+
+
+@pytest.mark.parametrize("cond, value", [
+    ("defined(__HIP_PLATFORM_AMD__)", 1),
+    ("!defined(USE_ROCM)", 0),
+    ("defined __HIPCC__ && !defined(__HIP_PLATFORM_NVIDIA__)", 1),
+    ("defined(UNSEEN) || defined(__HIP__)", 1),       # settled by the known side
+    ("defined(UNSEEN) && defined(__HIP__)", None),    # not settled: both branches stay
+    ("defined(UNSEEN) && defined(__NVCC__)", 0),
+    ("!(defined(__HIPCC__) && CUDA_VERSION > 11000)", None),
+    ("__HIP_PLATFORM_AMD__ == 1 && USE_ROCM", 1),
+    ("defined(__CUDA_ARCH__)", None),                 # the device pass, which the AMD build has too
+])
+def test_conditions(cond, value):
+    assert _evaluate(cond, KNOWN, set(AMD_UNDEFINED)) == value
+
+
+def test_view_blanks_only_the_branch_amd_never_compiles_and_keeps_offsets():
+    src = (b"#ifndef USE_ROCM\n#define WARP 32 \\\n  /* cuda */\n#else\n#define WARP 64\n#endif\n"
+           b"#if defined(__HIP_PLATFORM_AMD__)\n#define ON_AMD\n#endif\n#ifdef ON_AMD\nkept\n#else\ngone\n#endif\n"
+           b"#ifdef __CUDA_ARCH__\ndevice\r\n#endif\n")
+    out = view(src, KNOWN)
+    assert len(out) == len(src) and out.count(b"\n") == src.count(b"\n")
+    assert b"32" not in out and b"cuda" not in out and b"gone" not in out
+    assert b"#define WARP 64" in out and b"kept" in out and b"device\r\n" in out
+    assert view(out, KNOWN) == out                 # a second view changes nothing
+    plain = b"#if X\nint a;\n#endif\n"
+    assert view(plain, KNOWN) is plain             # nothing to judge: the very same bytes
+
+
+def test_build_defines_reads_makefiles_and_cmake(tmp_path):
+    (tmp_path / "Makefile").write_text("CFLAGS += -DUSE_ROCM -DNDEBUG -D CUDA_HOME=/x\n")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "CMakeLists.txt").write_text("add_compile_definitions(GGML_USE_HIP)\n")
+    assert build_defines(str(tmp_path)) == ("GGML_USE_HIP", "USE_ROCM")
+
+
+SOURCE = (b"#include <hip/hip_runtime.h>\n__device__ float s(float v) {\n#ifndef USE_ROCM\n"
+          b"  for (int o = 16; o > 0; o /= 2) v += __shfl_xor(v, o);\n#else\n"
+          b"  for (int o = warpSize / 2; o > 0; o /= 2) v += __shfl_xor(v, o);\n#endif\n  return v;\n}\n")
+
+
+def _audit(cwd):
+    return subprocess.run([sys.executable, "-m", "hipport", "audit", "--no-cache", "k.hip"], capture_output=True,
+                          cwd=cwd, env={**os.environ, "PYTHONPATH": str(ROOT)})
+
+
+def test_project_switch_from_settings_or_build_files(tmp_path):
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "k.hip").write_bytes(SOURCE)
+    r = _audit(tmp_path)                    # no switch known: the CUDA branch may be compiled, so it is judged
+    assert r.returncode == 1 and b"k.hip:4" in r.stdout, r.stdout + r.stderr
+    (tmp_path / "Makefile").write_text("HIPFLAGS = -DUSE_ROCM\n")
+    r = _audit(tmp_path)
+    assert r.returncode == 0 and b"k.hip:4" not in r.stdout, r.stdout + r.stderr
+    (tmp_path / ".hipport.toml").write_text("defines = []\n")   # the settings name the switches: they win
+    r = _audit(tmp_path)
+    assert r.returncode == 1 and b"k.hip:4" in r.stdout, r.stdout + r.stderr
+    (tmp_path / ".hipport.toml").write_text('defines = ["USE_ROCM"]\n')
+    r = _audit(tmp_path)
+    assert r.returncode == 0, r.stdout + r.stderr
