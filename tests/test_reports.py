@@ -122,8 +122,10 @@ def test_json_totals_match_the_audit(examples_reports):
     reduction = next(f for f in data["files"] if f["path"].endswith("reduction.cu"))
     lane = next(x for x in reduction["findings"] if x["rule"] == "lane-math-32")
     assert lane["location"] == {"line": 48, "column": 34}
-    assert "-    const int lane = threadIdx.x & 31;" in lane["fix"]["patch"]
-    assert "+    const int lane = threadIdx.x % warpSize;" in lane["fix"]["patch"]
+    # The lane id goes with the reduction's offsets: one patch of both, carried by the reduction's finding.
+    loop = next(x for x in reduction["findings"] if x["rule"] == "warp-loop-32")
+    assert "-    const int lane = threadIdx.x & 31;" in loop["fix"]["patch"]
+    assert "+    const int lane = threadIdx.x % warpSize;" in loop["fix"]["patch"]
     assert reduction["diff"].startswith("--- a/examples/cuda/reduction/reduction.cu")
     assert 0 < reduction["readiness"] < totals["readiness"] < 1
     pure = next(f for f in data["files"] if f["path"].endswith("csv_args.cpp"))

@@ -112,11 +112,13 @@ def check(ctx: Context) -> None:
     for c in candidates:
         edits, why = c.own, ""
         if c.reaching is not None:
+            # One patch for the whole group, carried by the reduction's finding: the same edits on every id's
+            # finding would repeat a long diff in each report for no gain.
             whole = group_edits(ctx, c.reaching)
-            edits = whole or []
+            edits = []
             line = ctx.lines.line_col(ctx.starts[c.reaching])[0]
-            why = (f"; patched together with the 32-lane shuffle reduction of line {line} and its other ids"
-                   if whole else f"; no patch: it belongs with the 32-lane shuffle reduction of line {line}, "
+            why = (f"; patched by the `warp-loop-32` finding of line {line}, together with that 32-lane shuffle "
+                   f"reduction and its other ids" if whole else f"; no patch: it belongs with the 32-lane shuffle reduction of line {line}, "
                    f"which is right on a 64-lane wavefront with ids of 32, and not every piece can be rewritten "
                    f"(change them together or not at all)")
         advice = f"`{c.replacement.split()[0]} warpSize`" if edits or c.where is None else \

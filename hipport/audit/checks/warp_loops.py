@@ -111,7 +111,8 @@ def _kept_halves(ctx: Context, red: Reductions, k: int, what: str) -> bool:
     line = ctx.lines.line_col(ctx.starts[k])[0]
     whole = group_edits(ctx, red.by_fn.get(fn.body[0], k))
     if whole:
-        ctx.report(RULE, k, f"{what} with lane/warp ids of 32 lanes (lines {red.lines([k, *ids.fixed])}): on a "
+        lines = ", ".join(str(n) for n in sorted({ctx.lines.line_col(e.start)[0] for e in whole}))
+        ctx.report(RULE, k, f"{what} with lane/warp ids of 32 lanes (lines {lines}): on a "
                    f"64-lane wavefront each half reduces on its own; the patch makes the offsets and every id "
                    f"count whole wavefronts together (one of them alone would count values twice)",
                    edits=whole, subject=what)
