@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import os
 
 from hipport.model import FileResult
 
@@ -14,8 +15,10 @@ def unified_diff(result: FileResult, label: str) -> bytes:
         difflib.unified_diff,
         result.before.splitlines(keepends=True),
         result.after.splitlines(keepends=True),
-        fromfile=(label if label.startswith("/") else f"a/{label}").encode(),
-        tofile=(label if label.startswith("/") else f"b/{label}").encode(),
+        # fsencode: a file name that is not UTF-8 comes back as its own bytes. An absolute name gets the prefixes
+        # too ("a//abs"), so `patch -p1` and `git apply` read every diff the same way.
+        fromfile=b"a/" + os.fsencode(label),
+        tofile=b"b/" + os.fsencode(label),
     )
     out = []
     for line in lines:

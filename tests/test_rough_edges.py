@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import ctypes
+import json
 import os
 import signal
 
+import pytest
 from click.testing import CliRunner
 
 from hipport.cli import main
@@ -53,3 +55,56 @@ def test_1_a_real_engine_bug_still_costs_one_file(tmp_path, monkeypatch):
     result = CliRunner().invoke(main, ["convert", str(tmp_path), "--no-cache", "-j1", "--no-hipify-perl"])
     assert result.exit_code == 3, result.output
     assert "internal error (ValueError: a bug)" in result.output
+
+
+BAD_NAME = os.fsdecode(b"bad\xff.cu")
+BAD_SOURCE = b"#include <cuda_runtime.h>\nint main(){cudaFree(0);}\n"
+# One finding on every target, so every report format names the file.
+HAZARD = b"#include <cuda_runtime.h>\n__global__ void k(unsigned *m) { *m = __ballot_sync(0xffffffff, 1); }\n"
+
+
+def test_2_a_file_name_that_is_not_utf8_diffs_with_its_own_bytes(tmp_path, monkeypatch):
+    (tmp_path / BAD_NAME).write_bytes(BAD_SOURCE)
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(main, ["convert", ".", "--diff", "--no-hipify-perl"])
+    assert result.exit_code == 0, result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    assert b"--- a/bad\xff.cu\n+++ b/bad\xff.cu\n" in result.stdout_bytes
+    assert b"+#include <hip/hip_runtime.h>\n" in result.stdout_bytes
+
+
+def test_9_the_diff_of_an_absolute_path_has_a_and_b_prefixes(tmp_path):
+    (tmp_path / "w.cu").write_bytes(BAD_SOURCE)
+    result = CliRunner().invoke(main, ["convert", str(tmp_path / "w.cu"), "--diff", "--no-hipify-perl"])
+    assert result.exit_code == 0, result.output
+    assert f"--- a/{tmp_path}/w.cu\n+++ b/{tmp_path}/w.cu\n" in result.output
+
+
+@pytest.mark.parametrize("fmt", ["json", "html", "sarif", "markdown", "text"])
+def test_2_audit_reports_name_a_file_whose_name_is_not_utf8(tmp_path, monkeypatch, fmt):
+    (tmp_path / BAD_NAME).write_bytes(HAZARD)
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(main, ["audit", ".", "-v", "--rocm-version", "5.2", "--report", fmt,
+                                       "-o", "out.report"])
+    assert result.exit_code == 1, result.output  # the finding fails the run; no traceback (that exits 1 too)
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    assert "auditing bad\\xff.cu\n" in result.output
+    text = (tmp_path / "out.report").read_bytes().decode("utf-8")  # every format stays valid UTF-8
+    if fmt == "json":
+        assert [f["path"] for f in json.loads(text)["files"]] == ["bad\\xff.cu"]
+    elif fmt == "sarif":
+        assert "bad\\\\xff.cu" in text  # the backslash escaped once more inside a JSON string
+    else:
+        assert "bad\\xff.cu" in text
+
+
+def test_2_and_9_verbose_convert_names_each_file_on_one_line(tmp_path, monkeypatch):
+    (tmp_path / BAD_NAME).write_bytes(BAD_SOURCE)
+    deep = tmp_path / ("d" * 90)
+    deep.mkdir()
+    (deep / "w.cu").write_bytes(BAD_SOURCE)
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(main, ["convert", ".", "-v", "--check", "--no-hipify-perl"], terminal_width=80)
+    assert result.exit_code == 1, result.output
+    assert "would change: bad\\xff.cu\n" in result.output
+    assert f"would change: {'d' * 90}/w.cu\n" in result.output

@@ -382,7 +382,7 @@ def audit(paths, exclude, follow_symlinks, archs, rocm, select, ignore, include_
     # Closed however the loop ends: an interrupt stops the worker pool now, not when the traceback is dropped.
     with contextlib.closing(audit_files(sources, options, jobs or default_jobs(), cache)) as audited:
         for source, src, findings, problem in audited:
-            path = str(source.path)
+            path = show(source.path)  # for messages: a name that is not UTF-8 as \xNN
             if verbose:
                 err.write(f"auditing {path}\n")
             if problem is not None:
@@ -420,7 +420,7 @@ def audit(paths, exclude, follow_symlinks, archs, rocm, select, ignore, include_
                 for hunk_line in suggestion_hunk(src, f):
                     out.write("    " + hunk_line + "\n")
             if converter is not None:
-                conversion = converter(src, path)
+                conversion = converter(src, str(source.path))
                 if verify:
                     converted.append((source, conversion))
                 if rich_reports:

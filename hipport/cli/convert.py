@@ -40,7 +40,7 @@ from hipport.convert.verify import (
     verify_tree,
 )
 from hipport.diffs import unified_diff
-from hipport.files import InputError, collect_sources, output_path, plan_output_dir
+from hipport.files import InputError, collect_sources, output_path, plan_output_dir, show
 from hipport.hipify_perl import hipify_perl_dirs
 from hipport.report.text import render_summary, render_verify
 from hipport.rocm import DEFAULT_ARCHS, VersionError, default_target, parse_rocm_version
@@ -232,10 +232,11 @@ def convert(paths, output_dir, diff_mode, check, to_stdout, roc, rocm_version, l
             sys.stdout.buffer.write(result.after)
         if verbose and result.error is None:
             for f in result.findings:
-                err.print(f"{result.path}:{f.line}:{f.col}: {f.severity} {f.rule_id}: {f.message}", markup=False,
+                err.print(f"{show(result.path)}:{f.line}:{f.col}: {f.severity} {f.rule_id}: {f.message}",
+                          markup=False, soft_wrap=True)
+            if result.changed:  # soft_wrap: one line per file however narrow the terminal, so grep finds it
+                err.print(f"{'would change' if write == 'none' else 'converted'}: {show(result.path)}", markup=False,
                           soft_wrap=True)
-            if result.changed:
-                err.print(f"{'would change' if write == 'none' else 'converted'}: {result.path}", markup=False)
 
     cache = None if no_cache else ResultCache(
         "convert", f"{rules_fingerprint([p for p in rules.files])}\0{options!r}\0{suggestion_level}", cache_dir)

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from hipport import __version__
 from hipport.convert.verify import UnitResult, VerifyResult
+from hipport.files import show
 from hipport.model import Edit, FileResult, Finding
 from hipport.scan import Lines
 
@@ -282,7 +283,7 @@ def display_uri(path: Path) -> str:
         return path.resolve().as_uri()
     if rel.startswith(".."):
         return path.resolve().as_uri()
-    return Path(rel).as_posix()
+    return show(Path(rel).as_posix())  # a name that is not UTF-8 as \xNN: every report format is UTF-8 text
 
 
 def count_lines(src: bytes) -> int:
@@ -337,7 +338,7 @@ def file_report(path: Path, src: bytes, findings: list[Finding], conversion: Fil
     ``convert_findings``."""
     from hipport.diffs import unified_diff
 
-    report = FileReport(str(path), display_uri(path), count_lines(src), len(src))
+    report = FileReport(show(path), display_uri(path), count_lines(src), len(src))
     text_lines = src.split(b"\n")
     lines = Lines(src)
 
@@ -365,4 +366,4 @@ def file_report(path: Path, src: bytes, findings: list[Finding], conversion: Fil
 
 
 def failed_file(path: Path, error: str) -> FileReport:
-    return FileReport(str(path), display_uri(path), error=error)
+    return FileReport(show(path), display_uri(path), error=error)
