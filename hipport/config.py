@@ -18,6 +18,9 @@ KEYS = {
     "fail-on": str,
     "baseline": str,
     "include-dirs": list,
+    "verify-hipcc": str,
+    "verify-hip-include": str,
+    "verify-clang": str,
 }
 
 

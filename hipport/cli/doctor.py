@@ -117,11 +117,40 @@ def _rows(env: Environment, target: dict, hazards: int) -> list[tuple[str, str]]
     return rows
 
 
+def _verify_use(env: Environment, config) -> str:
+    """What `convert --verify` / `audit --verify` would compile with, from the settings or PATH (nothing is run)."""
+    import os
+    import shutil
+
+    from hipport.cli.options import toolchain_choice
+    from hipport.convert.verify import CLANG_NAMES, tree_version
+
+    choice = toolchain_choice(config, None, None, None)
+    if choice["hip_include"]:
+        tree = Path(choice["hip_include"])
+        if not (tree / "hip" / "hip_runtime.h").is_file():
+            return f"{tree} (the `verify-hip-include` setting), which has no hip/hip_runtime.h: fix the setting"
+        version = tree_version(tree)
+        names = (choice["clang"],) if choice["clang"] else CLANG_NAMES
+        clang = next((f for n in names if (f := shutil.which(n) if os.sep not in n else
+                                           (n if os.access(n, os.X_OK) else None))), None)
+        shown = ".".join(map(str, version)) if version else "version unknown"
+        return (f"{clang or 'no clang++ found (set verify-clang)'} over the headers of {tree} (HIP {shown}; "
+                "the `verify-hip-include` setting; syntax only)")
+    if choice["hipcc"]:
+        return f"{choice['hipcc']} (the `verify-hipcc` setting)"
+    if env.hipcc:
+        return f"{env.hipcc} on PATH" + (f" (HIP {env.rocm_installed})" if env.rocm_installed else "")
+    return ("nothing: no hipcc on PATH; without ROCm give `--verify --hip-include ROCM/include --clang clang++` "
+            "(settings `verify-hip-include`, `verify-clang`)")
+
+
 def _nothing_amd(env: Environment) -> bool:
     return not env.rocm_installed and not env.hipcc and not env.gpus and (env.kfd is None or not env.kfd.present)
 
 
-def _print(env: Environment, target: dict, hazards: int, problems: list[Problem], verbose: bool) -> None:
+def _print(env: Environment, target: dict, hazards: int, problems: list[Problem], verbose: bool,
+           verify: str = "") -> None:
     from rich.console import Console
     from rich.markup import escape
     from rich.table import Table
@@ -137,12 +166,13 @@ def _print(env: Environment, target: dict, hazards: int, problems: list[Problem]
         for p in problems:
             label = "to compile" if p.blocks == "compile" else ("to run on a GPU" if p.blocks == "run" else p.check)
             console.print(f"{label}: {escape(p.fix)}", soft_wrap=True)
+        console.print(f"--verify would use: {escape(verify)}", soft_wrap=True)
         console.print("[dim]hipport doctor -v shows every check.[/dim]")
         return
     table = Table(show_header=False, box=None, pad_edge=False)
     table.add_column(style="bold", no_wrap=True)
     table.add_column(overflow="fold")
-    for key, value in _rows(env, target, hazards):
+    for key, value in [*_rows(env, target, hazards), ("--verify", verify)]:
         table.add_row(escape(key), escape(value))
     console.print(table)
     if problems:
@@ -205,6 +235,7 @@ def doctor(as_json, require_gpu, require_hipcc, root, config_path, verbose):
     env = detect(root)
     target = _target(env, config)
     problems = env.problems + _target_notes(env, target)
+    verify = _verify_use(env, config)
     unmet = []
     if require_gpu and not env.usable_gpu:
         unmet.append("--require-gpu: no usable AMD GPU")
@@ -214,10 +245,10 @@ def doctor(as_json, require_gpu, require_hipcc, root, config_path, verbose):
     code = EXIT_REQUIREMENT if unmet else EXIT_OK
     if as_json:
         data = {"schema": SCHEMA, **env.to_json(), "problems": [vars(p) for p in problems], "target": target,
-                "audit_rules": hazards, "can_port": True, "unmet": unmet, "exit": code}
+                "audit_rules": hazards, "can_port": True, "unmet": unmet, "exit": code, "verify": verify}
         click.echo(json.dumps(data, indent=1))
     else:
-        _print(env, target, hazards, problems, verbose)
+        _print(env, target, hazards, problems, verbose, verify)
         for line in unmet:
             click.echo(f"hipport: {line}", err=True)
     sys.exit(code)

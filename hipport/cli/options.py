@@ -26,3 +26,34 @@ jobs_option = click.option(
 cache_dir_option = click.option(
     "--cache-dir", type=click.Path(path_type=Path, file_okay=False), metavar="DIR",
     help="Where the result cache lives (default: $HIPPORT_CACHE_DIR, else ~/.cache/hipport).")
+
+
+def toolchain_options(f):
+    """`--hipcc`, `--hip-include`, `--clang`: what `--verify` compiles with (default: the hipcc on PATH)."""
+    for option in reversed((
+            click.option("--hipcc", "verify_hipcc", metavar="PATH",
+                         help="With --verify: this hipcc instead of the one on PATH (setting `verify-hipcc`)."),
+            click.option("--hip-include", "verify_hip_include", metavar="DIR",
+                         type=click.Path(path_type=Path, file_okay=False),
+                         help="With --verify, without ROCm installed: compile against this ROCm include tree "
+                              "(ROCM/include) with a clang (--clang; default the clang++ on PATH), syntax only "
+                              "(setting `verify-hip-include`)."),
+            click.option("--clang", "verify_clang", metavar="PATH",
+                         help="With --hip-include: the clang++ to run (setting `verify-clang`)."))):
+        f = option(f)
+    return f
+
+
+def toolchain_choice(config, hipcc: str | None, hip_include: Path | None, clang: str | None) -> dict:
+    """The keyword arguments of `find_toolchain`: the options, else the settings (paths relative to the settings
+    file)."""
+    base = config.path.parent if config.path else Path.cwd()
+
+    def setting(key: str):
+        value = config.get(key)
+        return None if value is None else str(base / Path(value).expanduser()) if "/" in value else value
+
+    include = hip_include if hip_include is not None else setting("verify-hip-include")
+    return {"hipcc": hipcc if hipcc is not None else setting("verify-hipcc"),
+            "hip_include": None if include is None else str(include),
+            "clang": clang if clang is not None else setting("verify-clang")}

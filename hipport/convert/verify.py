@@ -59,6 +59,12 @@ class Toolchain:
     platform_was: str | None = None       # HIP_PLATFORM as the user's environment set it, when not "amd"
     targets: tuple[str, ...] = ()         # the asked targets hipcc can compile for
     skipped: Mapping[str, str] = field(default_factory=dict)  # the others -> why
+    flags: tuple[str, ...] = ()           # given before hipport's own (a clang over a header tree: HIP-Clang's flags)
+    described: str = ""                   # what compiles, for the summary and `doctor`
+
+    @property
+    def command(self) -> list[str]:
+        return [self.hipcc, *self.flags]
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,6 +107,7 @@ class VerifyResult:
     notes: list[str] = field(default_factory=list)
     units: list[UnitResult] = field(default_factory=list)
     hip_version: tuple[int, int] | None = None
+    compiler: str = ""  # a clang over a header tree: what compiled (empty: the hipcc named by hip_version)
 
     @property
     def failed(self) -> list[UnitResult]:
@@ -164,13 +171,27 @@ def _run(cmd: list[str], env: Mapping[str, str], cwd: str | None = None, timeout
                           timeout=timeout)
 
 
-def find_toolchain(targets: Iterable[str], environ: Mapping[str, str] = os.environ) -> Toolchain:
-    """The installed hipcc, run with HIP_PLATFORM=amd, and which of ``targets`` it compiles for. ToolchainError
-    when there is no hipcc, when it still drives nvcc, or when it knows none of the targets."""
-    hipcc = shutil.which("hipcc", path=environ.get("PATH", os.defpath))
+def find_toolchain(targets: Iterable[str], environ: Mapping[str, str] = os.environ, *, hipcc: str | None = None,
+                   clang: str | None = None, hip_include: str | os.PathLike | None = None) -> Toolchain:
+    """The compiler `--verify` runs, and which of ``targets`` it compiles for: ``hip_include`` (a ROCm include
+    tree, with ``clang`` or the clang++ on PATH), else ``hipcc`` (a path), else the hipcc on PATH, run with
+    HIP_PLATFORM=amd. ToolchainError when there is none, when hipcc still drives nvcc, or when it knows none of
+    the targets."""
+    if hip_include is not None:
+        return header_tree_toolchain(targets, hip_include, clang, environ)
+    if clang is not None:
+        raise ToolchainError("--clang needs --hip-include DIR (the ROCm include tree it compiles against)")
+    if hipcc is not None:
+        found = shutil.which(hipcc) if os.sep not in hipcc else (hipcc if os.access(hipcc, os.X_OK) else None)
+        if found is None or not os.path.isfile(found):
+            raise ToolchainError(f"--hipcc: {hipcc} is not an executable file; name ROCm's bin/hipcc")
+        hipcc = found
+    else:
+        hipcc = shutil.which("hipcc", path=environ.get("PATH", os.defpath))
     if hipcc is None:
         raise ToolchainError("--verify needs hipcc, and none is on PATH (Debian: apt-get install hipcc "
-                             "libamdhip64-dev rocm-device-libs; ROCm: add /opt/rocm/bin to PATH)")
+                             "libamdhip64-dev rocm-device-libs; ROCm: add /opt/rocm/bin to PATH; without ROCm: "
+                             "--hip-include ROCM/include --clang clang++)")
     platform = environ.get("HIP_PLATFORM")
     env = {**environ, "HIP_PLATFORM": "amd"}
     try:
@@ -190,7 +211,62 @@ def find_toolchain(targets: Iterable[str], environ: Mapping[str, str] = os.envir
         why = "; ".join(f"{t}: {w}" for t, w in skipped.items())
         raise ToolchainError(f"--verify: no target the installed hipcc can compile for ({why}); name one with "
                              "--offload-arch (gfx90a...)")
-    return Toolchain(hipcc, version, env, toolchain.platform_was, usable, skipped)
+    return Toolchain(hipcc, version, env, toolchain.platform_was, usable, skipped, described=f"{hipcc} (HIP "
+                     f"{'.'.join(map(str, version)) if version else 'version unknown'})")
+
+
+_HEADER_VERSION = re.compile(rb"#\s*define\s+HIP_VERSION_(MAJOR|MINOR)\s+(\d+)")
+CLANG_NAMES = ("clang++", "clang++-18", "clang++-17", "clang++-16", "clang++-15")
+
+
+def tree_version(include: Path) -> tuple[int, int] | None:
+    """The HIP release of an include tree, from its `hip/hip_version.h`."""
+    try:
+        text = (include / "hip" / "hip_version.h").read_bytes()
+    except OSError:
+        return None
+    found = {m.group(1).decode(): int(m.group(2)) for m in _HEADER_VERSION.finditer(text)}
+    return (found["MAJOR"], found["MINOR"]) if {"MAJOR", "MINOR"} <= set(found) else None
+
+
+def header_tree_toolchain(targets: Iterable[str], hip_include: str | os.PathLike, clang: str | None,
+                          environ: Mapping[str, str] = os.environ) -> Toolchain:
+    """A clang compiling HIP against a ROCm include tree without a ROCm install, with the flags ROCm's hipcc
+    gives HIP-Clang (as `../shared/rocm-6.2.2/bin/hipcc` does): no device libraries (`-nogpulib`), the tree's
+    headers in place of the installed ones (`-nogpuinc`, `-isystem`), clang's CUDA/HIP wrappers, and the AMD
+    platform macros. Syntax checks only: nothing can be code-generated without device libraries."""
+    include = Path(hip_include).resolve()
+    if not (include / "hip" / "hip_runtime.h").is_file():
+        raise ToolchainError(f"--hip-include: {hip_include} has no hip/hip_runtime.h; name a ROCm include folder "
+                             "(ROCM/include)")
+    path = environ.get("PATH", os.defpath)
+    names = (clang,) if clang else CLANG_NAMES
+    found = next((f for n in names if (f := shutil.which(n, path=path) if os.sep not in n else
+                                       (n if os.access(n, os.X_OK) else None))), None)
+    if found is None:
+        raise ToolchainError(f"--clang: {clang} is not an executable clang" if clang else
+                             "--hip-include needs a clang++ (none on PATH): name one with --clang")
+    env = {**environ, "HIP_PLATFORM": "amd"}
+    try:
+        r = _run([found, "-print-resource-dir"], env)
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise ToolchainError(f"--clang: {found} -print-resource-dir failed ({exc})") from None
+    wrappers = Path(r.stdout.strip()) / "include" / "cuda_wrappers"
+    if r.returncode != 0 or not (wrappers.parent / "__clang_hip_runtime_wrapper.h").is_file():
+        raise ToolchainError(f"--clang: {found} has no HIP support (no __clang_hip_runtime_wrapper.h in its "
+                             "resource folder); name a clang++ of release 14 or newer")
+    flags = ("-nogpulib", "-nogpuinc", "-isystem", str(wrappers), "-isystem", str(include),
+             "-include", "__clang_hip_runtime_wrapper.h", "-D__HIP_PLATFORM_AMD__=1", "-D__HIP_ROCclr__=1")
+    version = tree_version(include)
+    toolchain = Toolchain(found, version, env, flags=flags)
+    usable, skipped = probe_targets(toolchain, targets)
+    if not usable:
+        why = "; ".join(f"{t}: {w}" for t, w in skipped.items())
+        raise ToolchainError(f"--verify: no target {found} can compile for ({why}); name one with "
+                             "--offload-arch (gfx90a...)")
+    shown = ".".join(map(str, version)) if version else "version unknown"
+    return Toolchain(found, version, env, None, usable, skipped, flags,
+                     f"{found} over the headers of {include} (HIP {shown}; syntax only)")
 
 
 def probe_targets(toolchain: Toolchain, targets: Iterable[str]) -> tuple[tuple[str, ...], dict[str, str]]:
@@ -203,7 +279,7 @@ def probe_targets(toolchain: Toolchain, targets: Iterable[str]) -> tuple[tuple[s
 
         def ask(target: str) -> str | None:
             try:
-                r = _run([toolchain.hipcc, "-###", "-x", "hip", f"--offload-arch={target}", "-fsyntax-only", "-w",
+                r = _run([*toolchain.command, "-###", "-x", "hip", f"--offload-arch={target}", "-fsyntax-only", "-w",
                           str(probe)], toolchain.env, cwd=tmp)
             except (OSError, subprocess.SubprocessError) as exc:
                 return f"hipcc failed ({exc})"
@@ -272,7 +348,8 @@ def verify_tree(files: list[TreeFile], toolchain: Toolchain, *,
     Files with ``text`` are written to a temporary copy first, removed afterwards."""
     causes = load_causes() if causes is None else causes
     usable = toolchain.targets
-    result = VerifyResult(usable, dict(toolchain.skipped), hip_version=toolchain.hip_version)
+    result = VerifyResult(usable, dict(toolchain.skipped), hip_version=toolchain.hip_version,
+                          compiler=toolchain.described if toolchain.flags else "")
     if toolchain.platform_was:
         result.notes.append(f"HIP_PLATFORM={toolchain.platform_was} in the environment; hipport runs hipcc with "
                             "HIP_PLATFORM=amd")
@@ -363,7 +440,7 @@ def _stage(files: list[TreeFile], tmp: Path) -> dict[Path, TreeFile]:
 
 def _compile(toolchain: Toolchain, targets: tuple[str, ...], unit: Path, include_args: list[str],
              shown: Mapping[str, str], tmp: Path, causes, context, limit: int, name: str) -> UnitResult:
-    cmd = [toolchain.hipcc, "-x", "hip", *(f"--offload-arch={t}" for t in targets), "-fsyntax-only", STD, "-w",
+    cmd = [*toolchain.command, "-x", "hip", *(f"--offload-arch={t}" for t in targets), "-fsyntax-only", STD, "-w",
            "-fno-color-diagnostics", *include_args, str(unit)]
     try:
         r = _run_compiler(cmd, toolchain.env, cwd=str(unit.parent), timeout=UNIT_TIMEOUT)

@@ -59,9 +59,10 @@ def render_verify(console: Console, result: VerifyResult, *, verbose: bool, copy
     skipped = "".join(f"; {t} skipped ({why})" for t, why in result.skipped_targets.items())
     verdict = (f"[red]{len(failed)} of {units} do not compile[/red]" if failed else
                ("it compiles" if units == 1 else f"all {units} compile") if units else "no translation unit to compile")
-    console.print(f"[bold]verify[/bold]: {units} translation unit{'s' if units != 1 else ''}, hipcc "
-                  f"({_version(result.hip_version)}, HIP_PLATFORM=amd) for {targets}: {verdict}{escape(skipped)}",
-                  highlight=False, soft_wrap=True)
+    compiler = escape(result.compiler) if result.compiler else \
+        f"hipcc ({_version(result.hip_version)}, HIP_PLATFORM=amd)"
+    console.print(f"[bold]verify[/bold]: {units} translation unit{'s' if units != 1 else ''}, {compiler} "
+                  f"for {targets}: {verdict}{escape(skipped)}", highlight=False, soft_wrap=True)
     for note in result.notes:
         console.print(f"  note: {note}", highlight=False, soft_wrap=True, markup=False)
     if copy and failed:

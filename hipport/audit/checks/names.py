@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import re
 
-from hipport.audit.checks.context import IDENT, KEYWORD, Context
+from hipport.audit.checks.context import COMMENT, IDENT, KEYWORD, LITERAL, Context, int_value
 
 RULE = "hip-name-collision"
+COMPAT = "compat-macro-wrong"
 _BUILTINS = {b"__lane_id", b"warpSize", b"__shfl", b"__shfl_up", b"__shfl_down", b"__shfl_xor", b"__ballot",
              b"__activemask", b"__any", b"__all", b"__popcll", b"__ffsll", b"__lanemask_lt", b"__lanemask_gt",
              b"__lanemask_eq", b"__syncwarp", b"__shfl_sync", b"__shfl_down_sync", b"__shfl_up_sync",
@@ -70,12 +71,102 @@ def _vector_overload(ctx: Context, open_: int) -> bool:
     return any(_VECTOR.match(w) or w in structs for w in words[:-1])
 
 
+# HIP's own warp built-ins a compatibility macro maps the CUDA names onto, and where their width goes.
+_HIP_SHUFFLES = {b"__shfl": 2, b"__shfl_up": 2, b"__shfl_down": 2, b"__shfl_xor": 2}
+_HIP_TARGETS = {*_HIP_SHUFFLES, b"__ballot", b"__any", b"__all", b"__activemask", b"__syncwarp", b"__lane_id",
+                b"__builtin_amdgcn_wave_barrier", b"__builtin_amdgcn_s_barrier", b"__ballot_sync", b"__any_sync",
+                b"__all_sync", b"__shfl_sync", b"__shfl_up_sync", b"__shfl_down_sync", b"__shfl_xor_sync"}
+_NARROW = {b"unsigned", b"int", b"uint32_t", b"int32_t", b"unsigned int"}
+
+
+def _macro_params(ctx: Context, d) -> tuple[list[bytes], int] | None:
+    """Parameter names of a function-like `#define` and the index of its body's first token (None if
+    object-like)."""
+    k = d.first + 2
+    if not (k + 1 < d.last and ctx.text[k + 1] == b"(" and ctx.starts[k + 1] == ctx.ends[k]):
+        return None
+    close = ctx.match(k + 1)
+    if close < 0:
+        return None
+    return [ctx.text[j] for j in range(k + 2, close) if ctx.kinds[j] == IDENT], close + 1
+
+
+def _args(ctx: Context, open_: int, stop: int) -> list[list[int]]:
+    close = ctx.match(open_)
+    if close < 0 or close > stop:
+        return []
+    out, cur, depth = [], [], 0
+    for j in range(open_ + 1, close):
+        t = ctx.text[j]
+        if t in (b"(", b"[", b"{"):
+            depth += 1
+        elif t in (b")", b"]", b"}"):
+            depth -= 1
+        if depth == 0 and t == b",":
+            out.append(cur)
+            cur = []
+        elif ctx.kinds[j] != COMMENT:
+            cur.append(j)
+    out.append(cur)
+    return out
+
+
+def compat_mapping(ctx: Context, d) -> list[str] | None:
+    """For `#define <CUDA warp built-in>(...) <HIP form>`: what is wrong with the mapping (empty when it is
+    right), or None when the body maps onto no HIP warp built-in (an ordinary redefinition)."""
+    shape = _macro_params(ctx, d)
+    name = ctx.text[d.first + 2]
+    params, body = shape if shape is not None else ([], d.first + 3)
+    targets = [j for j in range(body, d.last) if ctx.text[j] in _HIP_TARGETS and ctx.t(j + 1) == b"("]
+    if not targets:
+        if name == b"__activemask" and any(int_value(ctx.text[j].rstrip(b"uU")) == 0xFFFFFFFF
+                                           for j in range(body, d.last) if ctx.kinds[j] == LITERAL):
+            return ["it gives a 32-bit mask (`0xffffffff`): lanes 32-63 are left out"]
+        return None
+    problems = []
+    mask = params[0] if name.endswith(b"_sync") and params and name != b"__syncwarp" else None
+    for j in targets:
+        target = ctx.text[j]
+        args = _args(ctx, j + 1, d.last)
+        if target in _HIP_SHUFFLES and args:
+            first = [ctx.text[k] for k in args[0]]
+            if mask is not None and first == [mask]:
+                problems.append(f"it passes the mask `{mask.decode()}` where `{target.decode()}` takes the value")
+            width = _HIP_SHUFFLES[target]
+            if len(args) > width and [ctx.text[k] for k in args[width]] == [b"32"]:
+                problems.append(f"it gives `{target.decode()}` a width of 32: on a 64-lane wavefront it "
+                                f"shuffles within each half")
+        if target in (b"__ballot", b"__activemask", b"__ballot_sync"):
+            before = ctx.prev_code(j)
+            if ctx.t(before) == b")":
+                opened = ctx.match(before)
+                cast = b" ".join(ctx.text[k] for k in range(opened + 1, before))
+                if cast in _NARROW:
+                    problems.append(f"it narrows `{target.decode()}` to `{cast.decode()}`: lanes 32-63 are lost")
+    return problems
+
+
+def _uses(ctx: Context, name: bytes) -> list[int]:
+    return [ctx.lines.line_col(ctx.starts[i])[0]
+            for i in range(ctx.n) if ctx.text[i] == name and not ctx.in_directive[i] and ctx.kinds[i] == IDENT]
+
+
 def check(ctx: Context) -> None:
-    if RULE not in ctx.hazards or not (ctx.words & _BUILTINS):
+    if RULE not in ctx.hazards or COMPAT not in ctx.hazards or not (ctx.words & _BUILTINS):
         return
     for name, d in ctx.macros.items():
-        if name in _BUILTINS:
-            ctx.report(RULE, d.first + 2, f"`#define {name.decode()}` redefines a HIP built-in and rewrites HIP's "
+        if name not in _BUILTINS:
+            continue
+        problems = compat_mapping(ctx, d)
+        if problems == []:
+            continue  # a compatibility macro onto HIP's correct form: the AMD build means it
+        if problems:
+            uses = _uses(ctx, name)
+            where = (f"; used at line{'s' if len(uses) > 1 else ''} {', '.join(map(str, uses))}" if uses else "")
+            ctx.report(COMPAT, d.first + 2, f"`#define {name.decode()}` maps the CUDA built-in wrongly for a "
+                       f"64-lane wavefront: {'; '.join(dict.fromkeys(problems))}{where}", subject=name.decode())
+            continue
+        ctx.report(RULE, d.first + 2, f"`#define {name.decode()}` redefines a HIP built-in and rewrites HIP's "
                        f"own headers too; remove it or rename it", subject=name.decode())
     guarded = None
     for i in range(ctx.n - 1):
