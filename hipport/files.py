@@ -35,7 +35,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-SOURCE_SUFFIXES = frozenset({".cu", ".cuh", ".cpp", ".cc", ".cxx", ".c", ".h", ".hpp", ".hh", ".inl", ".inc"})
+SOURCE_SUFFIXES = frozenset({".cu", ".cuh", ".hip", ".cpp", ".cc", ".cxx", ".c", ".h", ".hpp", ".hh", ".inl", ".inc"})
 _SKIP_DIRS = frozenset({".git", ".hg", ".svn"})
 # Build files converted with the sources (unless build-file conversion is off): name -> kind.
 MAKEFILE_NAMES = frozenset({"Makefile", "makefile", "GNUmakefile"})

@@ -54,15 +54,15 @@ SOURCE = (b"#include <hip/hip_runtime.h>\n__device__ float s(float v) {\n#ifndef
           b"  for (int o = warpSize / 2; o > 0; o /= 2) v += __shfl_xor(v, o);\n#endif\n  return v;\n}\n")
 
 
-def _audit(cwd):
-    return subprocess.run([sys.executable, "-m", "hipport", "audit", "--no-cache", "k.hip"], capture_output=True,
+def _audit(cwd, target="k.hip"):
+    return subprocess.run([sys.executable, "-m", "hipport", "audit", "--no-cache", target], capture_output=True,
                           cwd=cwd, env={**os.environ, "PYTHONPATH": str(ROOT)})
 
 
 def test_project_switch_from_settings_or_build_files(tmp_path):
     (tmp_path / ".git").mkdir()
     (tmp_path / "k.hip").write_bytes(SOURCE)
-    r = _audit(tmp_path)                    # no switch known: the CUDA branch may be compiled, so it is judged
+    r = _audit(tmp_path, ".")               # a `.hip` file is a source; no switch known: both branches judged
     assert r.returncode == 1 and b"k.hip:4" in r.stdout, r.stdout + r.stderr
     (tmp_path / "Makefile").write_text("HIPFLAGS = -DUSE_ROCM\n")
     r = _audit(tmp_path)

@@ -12,7 +12,7 @@ import click
 from hipport import environment
 from hipport.rocm import DEFAULT_ARCHS, NEWEST_ROCM, VersionError, parse_rocm_version
 
-SOURCE_PATTERN = r"\.(cu|cuh|cpp|cc|cxx|c|h|hpp|hh|inl|inc)$"  # files.SOURCE_SUFFIXES, as the published hooks
+SOURCE_PATTERN = r"\.(cu|cuh|hip|cpp|cc|cxx|c|h|hpp|hh|inl|inc)$"  # files.SOURCE_SUFFIXES, as the published hooks
 BASELINE = ".hipport-baseline.json"
 
 
