@@ -30,8 +30,15 @@ from hipport.audit.hazards import (
 from hipport.audit.amd_view import build_defines
 from hipport.audit.helpers import dependency_key
 from hipport.cache import ResultCache, rules_fingerprint
-from hipport.cli.convert import verify_converted
-from hipport.cli.options import cache_dir_option, config_option, fail, jobs_option
+from hipport.cli.convert import _toolchain_needs_verify, verify_converted
+from hipport.cli.options import (
+    cache_dir_option,
+    config_option,
+    fail,
+    jobs_option,
+    toolchain_choice,
+    toolchain_options,
+)
 from hipport.config import ConfigError, find_config, load_config
 from hipport.convert.runner import PARALLEL_MIN_FILES, default_jobs
 from hipport.convert.verify import ToolchainError, find_toolchain, load_causes
@@ -238,6 +245,7 @@ def audit_files(sources, options: AuditOptions, jobs: int, cache: ResultCache | 
               help="Write every report into DIR under its default name (hipport-report.txt, .html, .json, "
                    ".sarif, .md).")
 @config_option
+@toolchain_options
 @jobs_option
 @click.option("--no-cache", is_flag=True,
               help="Analyse every file. By default results are cached by file content (and hipport version, "
@@ -247,7 +255,8 @@ def audit_files(sources, options: AuditOptions, jobs: int, cache: ResultCache | 
 @click.option("-v", "--verbose", is_flag=True,
               help="Also print each finding's confidence and the rule's summary, and every file audited.")
 def audit(paths, exclude, follow_symlinks, archs, rocm, select, ignore, include_dirs, verify, fail_on, baseline,
-          write_baseline, reports, output, output_dir, config_path, jobs, no_cache, cache_dir, quiet, verbose):
+          write_baseline, reports, output, output_dir, config_path, verify_hipcc, verify_hip_include, verify_clang, jobs,
+          no_cache, cache_dir, quiet, verbose):
     """Report wave64, lane-mask, warpSize and atomics hazards in CUDA or HIP sources under PATHS.
 
     PATHS are files or directories, selected as `hipport convert` selects them. Sources are never written.
@@ -331,11 +340,13 @@ def audit(paths, exclude, follow_symlinks, archs, rocm, select, ignore, include_
         fail("--baseline and --write-baseline cannot be combined")
     if verify and write_baseline is not None:
         fail("--verify and --write-baseline cannot be combined")
+    _toolchain_needs_verify(verify, verify_hipcc, verify_hip_include, verify_clang)
     toolchain = None
     if verify:  # before any file is read: no hipcc (or no target it knows) is a usage error
         try:
             load_causes()
-            toolchain = find_toolchain(arch_list)
+            toolchain = find_toolchain(arch_list, **toolchain_choice(config, verify_hipcc, verify_hip_include,
+                                                               verify_clang))
         except (RuleError, ToolchainError) as exc:
             fail(str(exc))
     base = config.base

@@ -20,7 +20,14 @@ from rich.progress import (
 )
 
 from hipport.cache import ResultCache, rules_fingerprint
-from hipport.cli.options import cache_dir_option, config_option, fail, jobs_option
+from hipport.cli.options import (
+    cache_dir_option,
+    config_option,
+    fail,
+    jobs_option,
+    toolchain_choice,
+    toolchain_options,
+)
 from hipport.config import ConfigError, find_config, load_config
 from hipport.convert import ConvertOptions
 from hipport.convert.build.rules import load_build_rules
@@ -136,6 +143,7 @@ def _interruptible(command):
 @click.option("-I", "--include-dir", "include_dirs", multiple=True, type=click.Path(path_type=Path, file_okay=False),
               metavar="DIR", help="With --verify: a folder hipcc searches for headers (repeatable; after the "
                                   "settings' `include-dirs`).")
+@toolchain_options
 @jobs_option
 @click.option("--no-cache", is_flag=True,
               help="Look at every file. By default a file found to need no change is remembered by its content "
@@ -146,7 +154,8 @@ def _interruptible(command):
 @_interruptible
 def convert(paths, output_dir, diff_mode, check, to_stdout, roc, rocm_version, launch_syntax, config_path, exclude,
             rule_dirs, hipify_perl, no_hipify_perl, no_build_files, offload_arch, apply_suggestions,
-            suggestion_level, select, follow_symlinks, skip_read_only, force, verify, include_dirs, jobs, no_cache, cache_dir, quiet, verbose):
+            suggestion_level, select, follow_symlinks, skip_read_only, force, verify, include_dirs, verify_hipcc, verify_hip_include, verify_clang,
+            jobs, no_cache, cache_dir, quiet, verbose):
     """Convert CUDA sources under PATHS to HIP.
 
     PATHS are files or directories; directories are searched for .cu .cuh .cpp .cc .cxx .c .h .hpp .hh .inl
@@ -192,11 +201,13 @@ def convert(paths, output_dir, diff_mode, check, to_stdout, roc, rocm_version, l
         fail(str(exc))
     if include_dirs and not verify:
         fail("-I/--include-dir only applies with --verify")
+    _toolchain_needs_verify(verify, verify_hipcc, verify_hip_include, verify_clang)
     toolchain = None
     if verify:  # before anything is written: no hipcc (or no target it knows) is a usage error
         try:
             load_causes()
-            toolchain = find_toolchain(targets)
+            toolchain = find_toolchain(targets, **toolchain_choice(config, verify_hipcc, verify_hip_include,
+                                                               verify_clang))
         except (RuleError, ToolchainError) as exc:
             fail(str(exc))
     roc = roc or config.get("roc", False)
@@ -332,6 +343,14 @@ def _suggestion_ids(select: tuple[str, ...]) -> frozenset:
     if unknown:
         fail(f"--select: unknown audit rule id `{unknown[0]}` (see `hipport rules`)")
     return ids
+
+
+def _toolchain_needs_verify(verify: bool, hipcc, hip_include, clang) -> None:
+    given = [n for n, v in (("--hipcc", hipcc), ("--hip-include", hip_include), ("--clang", clang)) if v is not None]
+    if given and not verify:
+        fail(f"{given[0]} only applies with --verify")
+    if hipcc is not None and hip_include is not None:
+        fail("--hipcc and --hip-include cannot be combined; choose one compiler")
 
 
 def _offload_arch(given: str | None, config) -> tuple[str, ...] | None:
