@@ -5,8 +5,8 @@ against the Makefiles the benchmarks' authors ported to HIP by hand, measured th
 For each benchmark of the sample, in a scratch copy of the corpus's `src/` (the benchmark's folder copied, every
 other folder linked, so `-I../include` and `../NAME-sycl/` paths resolve as in the corpus):
 
-* converted: `NAME-cuda/` is converted with its Makefile (`hipport convert DIR --offload-arch gfx90a --no-cache`),
-  then `make -k` runs in it;
+* converted: `NAME-cuda/` is converted with its Makefile (`hipport convert DIR --no-cache`: default options, so
+  the targets are those the installed hipcc builds for; `--offload-arch` passes one), then `make -k` runs in it;
 * hand port: `make -k` runs in a copy of `NAME-hip/` as it is.
 
 Both with Debian's hipcc (`HIP_PLATFORM=amd`, `HCC_AMDGPU_TARGET=gfx90a` for Makefiles that name no target,
@@ -76,10 +76,11 @@ def run_make(directory: Path, timeout: int) -> dict:
             "seconds": round(time.time() - t0, 1)}
 
 
-def measure(name: str, src: Path, conv_tree: Path, hand_tree: Path, timeout: int) -> dict:
+def measure(name: str, src: Path, conv_tree: Path, hand_tree: Path, timeout: int, arch: str | None) -> dict:
     conv = place(conv_tree, src, f"{name}-cuda")
     c = subprocess.run([sys.executable, "-m", "hipport", "convert", str(conv), "-q", "--no-cache",
-                        "--offload-arch", "gfx90a"], capture_output=True, text=True, cwd=ROOT, timeout=timeout)
+                        *(["--offload-arch", arch] if arch else [])], capture_output=True, text=True, cwd=ROOT,
+                       timeout=timeout)
     result = {"bench": name, "convert_exit": c.returncode}
     result["converted"] = run_make(conv, timeout)
     result["hand"] = run_make(place(hand_tree, src, f"{name}-hip"), timeout)
@@ -95,6 +96,7 @@ def main() -> int:
     ap.add_argument("--limit", type=int, default=0, help="at most this many benchmarks")
     ap.add_argument("-j", "--jobs", type=int, default=2)
     ap.add_argument("--timeout", type=int, default=900, help="seconds for one make")
+    ap.add_argument("--offload-arch", help="targets for the converted Makefiles (default: hipport's default)")
     ap.add_argument("--json", type=Path)
     ap.add_argument("-v", "--verbose", action="store_true")
     a = ap.parse_args()
@@ -111,7 +113,7 @@ def main() -> int:
     try:
         conv_tree, hand_tree = scratch_tree(src, work / "converted"), scratch_tree(src, work / "hand")
         with cf.ThreadPoolExecutor(a.jobs) as pool:
-            results = list(pool.map(lambda n: measure(n, src, conv_tree, hand_tree, a.timeout), sample))
+            results = list(pool.map(lambda n: measure(n, src, conv_tree, hand_tree, a.timeout, a.offload_arch), sample))
     finally:
         shutil.rmtree(work, ignore_errors=True)
     total = len(results)
