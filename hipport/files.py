@@ -499,12 +499,26 @@ def _same_file_as_read(path: Path, expect: os.stat_result, expect_data: bytes | 
     return None
 
 
+def new_file_mode() -> int:
+    """The mode ``open()`` would give a new file: 0666 less the umask (mkstemp's 0600 is for temporary files)."""
+    if _Umask.value is None:
+        # The umask can only be read by setting it; once per process, before any worker thread writes.
+        _Umask.value = os.umask(0o022)
+        os.umask(_Umask.value)
+    return 0o666 & ~_Umask.value
+
+
+class _Umask:
+    value: int | None = None
+
+
 def write_atomic(path: Path, data: bytes, expect: os.stat_result | None = None, *,
-                 expect_data: bytes | None = None, within: Path | None = None) -> None:
+                 expect_data: bytes | None = None, within: Path | None = None, mode: int | None = None) -> None:
     """Write through a temporary file in the same directory and rename it over the target, so a crash or
     Ctrl-C leaves the old file or the new one, never a mix. With ``expect`` (and ``expect_data``), refuse to
     overwrite a file that changed on disk since it was read. With ``within``, refuse to write anywhere but
-    inside that directory (symlinks in the way are not written through)."""
+    inside that directory (symlinks in the way are not written through). The file gets ``mode`` when given (a
+    converted copy keeps its source's), else the mode of the file it replaces, else what the umask allows."""
     if within is not None:
         root = os.path.realpath(within)
         parent = os.path.realpath(path.parent)
@@ -536,8 +550,9 @@ def write_atomic(path: Path, data: bytes, expect: os.stat_result | None = None, 
                 fh.write(data)
                 fh.flush()
                 os.fsync(fh.fileno())
+            os.chmod(tmp, mode if mode is not None else stat.S_IMODE(st.st_mode) if st is not None
+                     else new_file_mode())
             if st is not None:
-                os.chmod(tmp, stat.S_IMODE(st.st_mode))
                 if (st.st_uid, st.st_gid) != (os.geteuid(), os.getegid()):
                     with contextlib.suppress(OSError):
                         os.chown(tmp, st.st_uid, st.st_gid)

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from hipport.files import write_atomic
 from hipport.rules import RuleError, cache_dir
 
 ENV_VAR = "HIPPORT_HIPIFY_PERL"
@@ -318,14 +319,7 @@ def to_rule_files(parsed: HipifyPerl, out_dir: Path, source: str = "hipify-perl"
 
 
 def _write_text(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}-", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_atomic(path, text.encode("utf-8"))
 
 
 # ---- finding the installed one and caching its rules -----------------------------------------------------------

@@ -6,6 +6,7 @@ import ctypes
 import json
 import os
 import signal
+import stat
 
 import pytest
 from click.testing import CliRunner
@@ -108,3 +109,43 @@ def test_2_and_9_verbose_convert_names_each_file_on_one_line(tmp_path, monkeypat
     assert result.exit_code == 1, result.output
     assert "would change: bad\\xff.cu\n" in result.output
     assert f"would change: {'d' * 90}/w.cu\n" in result.output
+
+
+def _mode(path) -> int:
+    return stat.S_IMODE(os.stat(path).st_mode)
+
+
+def test_3_convert_to_an_output_directory_keeps_each_source_mode(tmp_path):
+    src = tmp_path / "src"
+    src.mkdir()
+    for name, mode in (("a.cu", 0o664), ("b.cu", 0o755), ("c.cu", 0o640)):
+        (src / name).write_bytes(BAD_SOURCE)
+        os.chmod(src / name, mode)
+    result = CliRunner().invoke(main, ["convert", str(src), "-o", str(tmp_path / "out"), "-q", "--no-hipify-perl"])
+    assert result.exit_code == 0, result.output
+    assert [_mode(tmp_path / "out" / n) for n in ("a.cu", "b.cu", "c.cu")] == [0o664, 0o755, 0o640]
+
+
+def test_3_new_files_follow_the_umask_baseline_and_imported_rules(tmp_path, monkeypatch):
+    from hipify_perl_sample import SAMPLE
+
+    old = os.umask(0o002)
+    try:
+        import hipport.files as files
+        monkeypatch.setattr(files._Umask, "value", None)  # read again under this umask
+        monkeypatch.chdir(tmp_path)
+        (tmp_path / "h.cu").write_bytes(HAZARD)
+        result = CliRunner().invoke(main, ["audit", "h.cu", "--rocm-version", "5.2", "--write-baseline", "base.json"])
+        assert result.exit_code == 0, result.output
+        assert _mode(tmp_path / "base.json") == 0o664
+        (tmp_path / "hipify-perl").write_text(SAMPLE)
+        result = CliRunner().invoke(main, ["rules", "import-hipify-perl", "hipify-perl", "-o", "rules"])
+        assert result.exit_code == 0, result.output
+        assert sorted(_mode(p) for p in (tmp_path / "rules").iterdir()) == [0o664, 0o664]
+        (tmp_path / "proj").mkdir()
+        result = CliRunner().invoke(main, ["init", "proj"])
+        written = [p for p in (tmp_path / "proj").rglob("*") if p.is_file()]
+        assert result.exit_code == 0 and written, result.output
+        assert {_mode(p) for p in written} == {0o664}
+    finally:
+        os.umask(old)

@@ -7,6 +7,7 @@ import multiprocessing
 import multiprocessing.pool
 import os
 import signal
+import stat
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -113,7 +114,7 @@ def _process(source: Source, rules: RuleSet, options: ConvertOptions, write: str
             if os.path.realpath(target) == os.path.realpath(source.path):
                 result.error = f"{show(target)}: the output would overwrite its own source; not written"
                 return result
-            write_atomic(target, result.after, within=output_dir)
+            write_atomic(target, result.after, within=output_dir, mode=stat.S_IMODE(st.st_mode))
     except InputError as exc:
         result.error = str(exc)
     except OSError as exc:
