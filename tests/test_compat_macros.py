@@ -19,3 +19,27 @@ def test_right_mappings_collide_with_nothing_and_wrong_ones_name_their_uses():
 def test_a_redefinition_that_maps_onto_nothing_still_collides():
     src = b"#define __shfl_xor(v, l) my_xor(v, l)\n#define __ballot_sync(m, p) my_vote(p)\n"
     assert [f.rule_id for f in audit_source(src, "c.cu")] == ["hip-name-collision"] * 2
+
+
+def test_a_compat_header_that_drops_the_mask_silences_the_mask_at_its_calls(tmp_path):
+    from hipport.audit import AuditOptions
+    (tmp_path / "compat.h").write_text("#pragma once\n#ifdef USE_ROCM\n"
+                                       "#define __shfl_xor_sync(mask, var, lane) __shfl_xor(var, lane)\n#endif\n")
+    src = (b'#include "compat.h"\n__device__ float f(float v) {\n'
+           b"  return __shfl_xor_sync(0xffffffff, v, 1) + __shfl_down_sync(0xffffffff, v, 1);\n}\n")
+    (tmp_path / "k.cu").write_bytes(src)
+    rules = lambda o: sorted({f.rule_id for f in audit_source(src, str(tmp_path / "k.cu"), o)  # noqa: E731
+                              if f.line == 3})
+    # `__shfl_down_sync` has no macro: its mask still counts; on the line both are reported once per rule
+    assert "warp-mask-32bit" in rules(AuditOptions(defines=("USE_ROCM",)))
+    src_xor = src.replace(b" + __shfl_down_sync(0xffffffff, v, 1)", b"")
+    (tmp_path / "k.cu").write_bytes(src_xor)
+    found = [f.rule_id for f in audit_source(src_xor, str(tmp_path / "k.cu"), AuditOptions(defines=("USE_ROCM",)))]
+    assert "warp-mask-32bit" not in found and "warp-builtin-unavailable" not in found
+    # a branch that hands the mask on, which the AMD build may compile when no switch is known: it reaches HIP
+    (tmp_path / "compat.h").write_text("#pragma once\n#ifdef USE_ROCM\n"
+                                       "#define __shfl_xor_sync(mask, var, lane) __shfl_xor(var, lane)\n#else\n"
+                                       "#define __shfl_xor_sync(mask, var, lane) my_xor(mask, var, lane)\n#endif\n")
+    assert "warp-mask-32bit" in [f.rule_id for f in audit_source(src_xor, str(tmp_path / "k.cu"), AuditOptions())]
+    assert "warp-mask-32bit" not in [f.rule_id for f in audit_source(src_xor, str(tmp_path / "k.cu"),
+                                                                    AuditOptions(defines=("USE_ROCM",)))]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from hipport.audit import amd_view, helpers, suppressions
+from hipport.audit import amd_view, compat, helpers, suppressions
 from hipport.audit.checks import (
     atomics,
     ballot,
@@ -32,6 +32,9 @@ CHECKS = (
     builtins.check, coop_groups.check, names.check, atomics.check,
 )
 
+
+# Rules a call through a project's mask-dropping compat macro cannot break: the mask never reaches HIP.
+_MASK_RULES = frozenset({"warp-mask-32bit", "warp-builtin-unavailable"})
 
 # Rules about counting 32 lanes: silent where the code itself tests the wavefront size.
 _LANE_COUNT_RULES = frozenset({"warp-loop-32", "lane-math-32", "ballot-32bit", "launch-warps-32"})
@@ -68,6 +71,22 @@ def run_checks(src: bytes, path: str, options: AuditOptions, prepare=None) -> Co
     return ctx
 
 
+def _drop_masks_compat_drops(ctx: Context, path: str, options: AuditOptions) -> None:
+    """Mask findings at calls of a `*_sync` name the project's compat layer maps onto a mask-free HIP form."""
+    if not any(f.rule_id in _MASK_RULES for f in ctx.findings):
+        return
+    names = compat.mask_dropping_in(ctx.src, helpers.included_headers(ctx, path, options.include_dirs), options)
+    if not names:
+        return
+    spans = []  # (line, col) of each such call's name and of its closing parenthesis
+    for i in range(ctx.n):
+        if ctx.text[i] in names and not ctx.in_directive[i] and ctx.is_call(i):
+            close = ctx.match(ctx.next_code(i))
+            spans.append((ctx.lines.line_col(ctx.starts[i]), ctx.lines.line_col(ctx.starts[max(close, i)])))
+    ctx.findings = [f for f in ctx.findings if f.rule_id not in _MASK_RULES
+                    or not any(a <= (f.line, f.col) <= b for a, b in spans)]
+
+
 def audit_source(src: bytes, path: str = "<stdin>", options: AuditOptions = AuditOptions()) -> list[Finding]:
     """Findings for one file's bytes, sorted by position. Raises scan.LexError when libclang cannot read it."""
     headers = []
@@ -83,6 +102,7 @@ def audit_source(src: bytes, path: str = "<stdin>", options: AuditOptions = Audi
     helpers.report_calls(ctx, own, local=True, macros=macros)
     helpers.report_calls(ctx, included, local=False, macros=macros)
     helpers.report_header_masks(ctx, macros, {**included, **own})
+    _drop_masks_compat_drops(ctx, path, options)
     # Suppressions are judged on every finding, selected or not: `--select` must not make one look unused.
     kept, sups = suppressions.apply(ctx, ctx.findings)
     kept += suppressions.report_unused(ctx, sups)

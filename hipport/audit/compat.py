@@ -1,0 +1,59 @@
+"""Compatibility layers of single-source projects: which CUDA `*_sync` built-ins the AMD build's view of a file
+(and of the headers it includes with quotes) maps onto HIP forms that take no mask.
+
+`#define __shfl_xor_sync(mask, var, lane) __shfl_xor(var, lane)` drops the mask, so a call such as
+`__shfl_xor_sync(0xffffffff, v, 1)` is a correct HIP shuffle on 64 lanes: its 32-bit mask and the `*_sync` form's
+availability on the target release are no concern there. Whether the mapping itself is right is judged at the
+macro (`compat-macro-wrong`, checks/names.py).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from functools import lru_cache
+
+from hipport.audit import amd_view
+
+_DEFINE = re.compile(rb"^[ \t]*#[ \t]*define[ \t]+(__\w+_sync)\(([^)]*)\)[ \t]*(.*)$", re.M)
+# HIP's mask-free forms (the mask is implicit: every active lane of the wavefront).
+_MASK_FREE = re.compile(rb"\b(__shfl(?:_up|_down|_xor)?|__ballot|__any|__all)\s*\(\s*([A-Za-z_]\w*)?")
+
+
+def mask_dropping(src: bytes) -> frozenset[bytes]:
+    """Names of `*_sync` built-ins that ``src`` (already the AMD view) defines as a macro onto a mask-free HIP
+    form, not handing the mask on as the first argument."""
+    out, kept = set(), set()
+    for m in _DEFINE.finditer(src):
+        params = [p.strip() for p in m.group(2).split(b",")]
+        call = _MASK_FREE.search(m.group(3))
+        if call and params and params[0] not in re.findall(rb"\w+", m.group(3)):
+            out.add(m.group(1))
+        else:  # another definition in view hands the mask on: the AMD build may take that one
+            kept.add(m.group(1))
+    return frozenset(out - kept)
+
+
+@lru_cache(maxsize=512)
+def _of_header(path: str, mtime_ns: int, size: int, known: tuple) -> frozenset[bytes]:
+    try:
+        with open(path, "rb") as fh:
+            src = fh.read(2_000_000)
+    except OSError:
+        return frozenset()
+    return mask_dropping(amd_view.view(src, dict(known)))
+
+
+def mask_dropping_in(view_src: bytes, headers: list[str], options) -> frozenset[bytes]:
+    """The file's own compat macros and those of the headers it includes (found by the engine)."""
+    names = set(mask_dropping(view_src))
+    if b"_sync" not in view_src:
+        return frozenset(names)
+    known = tuple(sorted(amd_view.defines_for(options).items()))
+    for header in headers:
+        try:
+            st = os.stat(header)
+        except OSError:
+            continue
+        names |= _of_header(header, st.st_mtime_ns, st.st_size, known)
+    return frozenset(names)
