@@ -74,6 +74,17 @@ class RuleSet:
     files: list[Path] = field(default_factory=list)
     # rules/overrides.toml: names whose HIP target hipport sets otherwise than HIPIFY's tables -> (HIPIFY's, why)
     overrides: dict[str, tuple[str | None, str]] = field(default_factory=dict)
+    # rules/releases.toml: (first ROCm release, {CUDA header: HIP header}, {CUDA name: HIP name}), oldest first
+    since: list[tuple[tuple, dict[str, str], dict[str, str]]] = field(default_factory=list)
+
+    def for_release(self, kind: str, cuda: str, target: tuple) -> str | None:
+        """The HIP form of a CUDA header (``kind="headers"``) or name (``"names"``) that releases.toml gives
+        ``target`` (a (major, minor) ROCm release), or None where the tables' form stands."""
+        found = None
+        for since, headers, names in self.since:
+            if tuple(target[:2]) >= since:
+                found = (headers if kind == "headers" else names).get(cuda, found)
+        return found
 
 
 def builtin_rules_dir() -> Path:
@@ -221,6 +232,25 @@ def _load_overrides(path: Path, data: dict, rules: RuleSet) -> None:
         rules.names[cuda] = NameRule(cuda, old.family, entry["hip"], old.roc, old.section, old.versions)
 
 
+def _load_releases(path: Path, data: dict, rules: RuleSet) -> None:
+    """`[[since]]` of rules/releases.toml: `rocm = "6.0"`, `why`, and `headers` / `names` tables of strings."""
+    entries = data.get("since")
+    if not isinstance(entries, list):
+        raise RuleError(f"{path}: expected `[[since]]` entries")
+    for n, entry in enumerate(entries, 1):
+        tables = [entry.get(k, {}) for k in ("headers", "names")] if isinstance(entry, dict) else []
+        if not tables or set(entry) - {"rocm", "why", "headers", "names"} or not isinstance(entry.get("why"), str) \
+                or not re.fullmatch(r"\d+\.\d+", str(entry.get("rocm"))) or not all(
+                    isinstance(t, dict) and all(isinstance(v, str) and v for v in t.values()) for t in tables):
+            raise RuleError(f"{path}: `[[since]]` #{n} needs `rocm` (\"X.Y\"), `why`, and `headers`/`names` tables "
+                            "of non-empty strings")
+        for cuda in tables[1]:
+            if cuda not in rules.names:
+                raise RuleError(f"{path}: `[[since]]` #{n} names `{cuda}`, which no mapping table has")
+        rules.since.append((tuple(int(x) for x in entry["rocm"].split(".")), *tables))
+    rules.since.sort(key=lambda e: e[0])
+
+
 def _family_key(path: Path) -> tuple[int, str]:
     stem = path.stem
     return (FAMILY_ORDER.index(stem) if stem in FAMILY_ORDER else len(FAMILY_ORDER), stem)
@@ -237,6 +267,8 @@ def _rule_files(extra_dirs) -> list[Path]:
     files = [*sorted((base / "mappings").glob("*.toml"), key=_family_key), base / "headers.toml"]
     if (base / "overrides.toml").is_file():
         files.append(base / "overrides.toml")
+    if (base / "releases.toml").is_file():
+        files.append(base / "releases.toml")
     for extra in extra_dirs:
         extra = Path(extra)
         if not extra.is_dir():
@@ -293,6 +325,8 @@ def _parse_rules(files: list[Path]) -> RuleSet:
         override = builtin not in path.parents
         if path == builtin / "overrides.toml":
             _load_overrides(path, data, rules)
+        elif path == builtin / "releases.toml":
+            _load_releases(path, data, rules)
         elif "headers" in data or "namespaces" in data or "families" in data or "unmapped" in data:
             _load_headers_file(path, data, rules)
         else:

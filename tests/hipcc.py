@@ -13,6 +13,10 @@ from needs import need
 
 HIPCC = shutil.which("hipcc")
 ARCH = "gfx90a"
+# ROCm 6.2.2's headers with a hipcc stand-in over them (syntax checks only; see its README): what converted code
+# targeting 6.2 or later is checked against, since Debian's HIP is 5.2.
+ROCM62 = Path(os.environ.get("HIPPORT_ROCM62", Path(__file__).resolve().parents[2] / "shared" / "rocm-6.2.2"))
+HIPCC62 = ROCM62 / "bin" / "hipcc"
 
 # The library header folders compile tests include, and the Debian package that ships each (None: Debian has
 # none; ROCm's own packages do). A folder not listed here is not checked (C++ and CUDA headers, the test's own).
@@ -102,13 +106,40 @@ def require_hipcc() -> None:
     need(HIPCC, "hipcc", "apt-get install hipcc libamdhip64-dev rocm-device-libs")
 
 
-def syntax_check(path: Path, *extra: str) -> subprocess.CompletedProcess:
-    """hipcc -fsyntax-only for gfx90a; a library header the file needs that is not installed skips (fails under CI)
-    the calling test first, naming its package, instead of failing it with a compiler error."""
+def require_hipcc62() -> None:
+    """Skip without ../shared/rocm-6.2.2 on a developer machine; under CI=true its absence fails."""
+    require_hipcc()  # the stand-in runs Debian's clang, which the hipcc package brings
+    need(HIPCC62.is_file() and (ROCM62 / "include" / "hip" / "hip_runtime.h").is_file(),
+         f"the ROCm 6.2.2 header tree with its hipcc stand-in ({ROCM62})",
+         "place it in ../shared/rocm-6.2.2 (see its README), or set HIPPORT_ROCM62")
+
+
+def tree_for(target: tuple) -> str:
+    """Which header tree checks code converted for ROCm ``target``: "6.2" (ROCm 6.2.2's) from 6.2, else "5.2"."""
+    return "6.2" if tuple(target[:2]) >= (6, 2) else "5.2"
+
+
+def syntax_check(path: Path, *extra: str, tree: str = "5.2", target: tuple | None = None) -> subprocess.CompletedProcess:
+    """hipcc -fsyntax-only for gfx90a, with Debian's HIP 5.2 (``tree="5.2"``) or ROCm 6.2.2's headers
+    (``tree="6.2"``); ``target`` (the ROCm release the code was converted for) picks the tree instead. A target of
+    6.3 or later is checked against 6.2.2 with the `*_sync` built-ins on, as 6.3 has them unconditionally. A
+    library header the file needs that the tree lacks skips (fails under CI) the calling test first, naming its
+    package, instead of failing it with a compiler error."""
+    if target is not None:
+        tree = tree_for(target)
     includes = [a[2:] for a in extra if a.startswith("-I")]
-    require_headers([path, *(extra[k + 1] for k, a in enumerate(extra[:-1]) if a == "-include")], includes)
+    headers = [path, *(extra[k + 1] for k, a in enumerate(extra[:-1]) if a == "-include")]
     env = {**os.environ, "HIP_PLATFORM": "amd"}
-    cmd = [HIPCC, "-x", "hip", f"--offload-arch={ARCH}", "-fsyntax-only", "-std=c++17", "-w", *extra, str(path)]
+    if tree == "6.2":
+        require_hipcc62()
+        require_headers(headers, includes, [ROCM62 / "include"])
+        compiler = str(HIPCC62)
+        if target is not None and tuple(target[:2]) >= (6, 3):
+            extra = ("-DHIP_ENABLE_WARP_SYNC_BUILTINS", *extra)
+    else:
+        require_headers(headers, includes)
+        compiler = HIPCC
+    cmd = [compiler, "-x", "hip", f"--offload-arch={ARCH}", "-fsyntax-only", "-std=c++17", "-w", *extra, str(path)]
     return subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=path.parent, timeout=300)
 
 

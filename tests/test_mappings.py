@@ -11,6 +11,8 @@ def _renamed(rules, roc):
         # (MIOpen) names, with --roc.
         if target is None or target == name or (rule.family in rules.family_notes and not (roc and rule.roc)):
             continue
+        if not roc:  # rules/releases.toml's form for the newest release, where the HIP name changed over time
+            target = rules.for_release("names", name, ConvertOptions().rocm_version) or target
         pairs.append((name, target))
     return pairs
 
