@@ -159,9 +159,9 @@ def convert_makefile(ctx: BuildContext) -> None:
     assigned = {line.name for line, _, _ in handled if line.name is not None}
     for name, at in ctx.arch_vars.items():
         if name not in assigned:  # from the environment or `make VAR=...`: set for NVIDIA GPUs today
-            ctx.untranslated(at, f"$({name})", f"{name} feeds --offload-arch and the file does not set it (the "
-                             f"environment or the make command line does); give it AMD targets ({ctx.arch_text})",
-                             "arch-variable")
+            ctx.untranslated(at, f"$({name})", f"{name} feeds --offload-arch and the file does not set it (an "
+                             "included file, the environment or the make command line does); give it AMD targets "
+                             f"({ctx.arch_text})", "arch-variable")
     if ctx.rdc:
         _rdc_link(ctx, handled, compiler_vars, rdc_vars, rdc_in_recipe)
     prelude = []
