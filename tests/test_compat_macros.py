@@ -43,3 +43,22 @@ def test_a_compat_header_that_drops_the_mask_silences_the_mask_at_its_calls(tmp_
     assert "warp-mask-32bit" in [f.rule_id for f in audit_source(src_xor, str(tmp_path / "k.cu"), AuditOptions())]
     assert "warp-mask-32bit" not in [f.rule_id for f in audit_source(src_xor, str(tmp_path / "k.cu"),
                                                                     AuditOptions(defines=("USE_ROCM",)))]
+
+
+def test_a_local_named_warpsize_shadows_and_collides_with_nothing():
+    # faiss's host code asks the device: `int warpSize = getWarpSizeCurrentDevice();` inside a function
+    src = (b"int getWarpSizeCurrentDevice();\nint threads_for(int rows) {\n"
+           b"  int warpSize = getWarpSizeCurrentDevice();\n  return rows * warpSize;\n}\nint warpSize = 32;\n")
+    assert [f.line for f in audit_source(src, "h.cpp") if f.rule_id == "hip-name-collision"] == [6]
+
+
+def test_a_header_sees_the_compat_macros_its_includers_define_before_it(tmp_path):
+    from hipport.audit import AuditOptions
+    (tmp_path / "compat.cuh").write_text("#define __shfl_xor_sync(mask, var, lane) __shfl_xor(var, lane)\n")
+    (tmp_path / "k.cu").write_text('#include "compat.cuh"\n#include "k.cuh"\n')
+    header = b"__device__ float f(float v) { return __shfl_xor_sync(0xffffffff, v, 1); }\n"
+    (tmp_path / "k.cuh").write_bytes(header)
+    rules = lambda: [f.rule_id for f in audit_source(header, str(tmp_path / "k.cuh"), AuditOptions())]  # noqa: E731
+    assert "warp-mask-32bit" not in rules()
+    (tmp_path / "other.cu").write_text('#include "k.cuh"\n')   # one includer without the macro: the mask counts
+    assert "warp-mask-32bit" in rules()

@@ -44,16 +44,61 @@ def _of_header(path: str, mtime_ns: int, size: int, known: tuple) -> frozenset[b
     return mask_dropping(amd_view.view(src, dict(known)))
 
 
-def mask_dropping_in(view_src: bytes, headers: list[str], options) -> frozenset[bytes]:
-    """The file's own compat macros and those of the headers it includes (found by the engine)."""
-    names = set(mask_dropping(view_src))
-    if b"_sync" not in view_src:
-        return frozenset(names)
-    known = tuple(sorted(amd_view.defines_for(options).items()))
+def _header_names(headers, known) -> set[bytes]:
+    names = set()
     for header in headers:
         try:
             st = os.stat(header)
         except OSError:
             continue
         names |= _of_header(header, st.st_mtime_ns, st.st_size, known)
+    return names
+
+
+_INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*"([^"\n]+)"', re.M)
+_SOURCES = (".cu", ".cuh", ".hip", ".cpp", ".cc", ".h", ".hpp", ".inl")
+_MAX_SIBLINGS = 400
+
+
+def _includers(path: str, known) -> set[bytes]:
+    """For a header: the compat names every file beside it that includes it has in effect at that include (the
+    headers it included before this one). A header such as `kernels.cuh`, compiled only inside `kernels.cu`
+    after `compat.cuh`, sees those macros although it names no compat header itself."""
+    here, base = os.path.dirname(os.path.abspath(path)), os.path.basename(path)
+    try:
+        siblings = sorted(os.listdir(here))[:_MAX_SIBLINGS]
+    except OSError:
+        return set()
+    common: set[bytes] | None = None
+    for name in siblings:
+        if not name.endswith(_SOURCES) or name == base:
+            continue
+        try:
+            with open(os.path.join(here, name), "rb") as fh:
+                src = fh.read(2_000_000)
+        except OSError:
+            continue
+        if base.encode() not in src:
+            continue
+        before = []
+        for m in _INCLUDE.finditer(src):
+            target = m.group(1).decode("utf-8", "replace")
+            if os.path.basename(target) == base:
+                names = _header_names([os.path.normpath(os.path.join(here, t)) for t in before], known)
+                common = names if common is None else common & names
+                break
+            before.append(target)
+    return common or set()
+
+
+def mask_dropping_in(view_src: bytes, headers: list[str], options, path: str = "") -> frozenset[bytes]:
+    """The file's own compat macros, those of the headers it includes (found by the engine) and, for a header,
+    those in effect where the files beside it include it."""
+    names = set(mask_dropping(view_src))
+    if b"_sync" not in view_src:
+        return frozenset(names)
+    known = tuple(sorted(amd_view.defines_for(options).items()))
+    names |= _header_names(headers, known)
+    if path and not path.endswith((".cu", ".hip", ".cpp", ".cc")):
+        names |= _includers(path, known)
     return frozenset(names)

@@ -75,7 +75,8 @@ def _drop_masks_compat_drops(ctx: Context, path: str, options: AuditOptions) -> 
     """Mask findings at calls of a `*_sync` name the project's compat layer maps onto a mask-free HIP form."""
     if not any(f.rule_id in _MASK_RULES for f in ctx.findings):
         return
-    names = compat.mask_dropping_in(ctx.src, helpers.included_headers(ctx, path, options.include_dirs), options)
+    names = compat.mask_dropping_in(ctx.src, helpers.included_headers(ctx, path, options.include_dirs), options,
+                                    path)
     if not names:
         return
     spans = []  # (line, col) of each such call's name and of its closing parenthesis

@@ -146,6 +146,25 @@ def compat_mapping(ctx: Context, d) -> list[str] | None:
     return problems
 
 
+def _block_scope(ctx: Context, i: int) -> bool:
+    """Token ``i`` sits in a function body or a block inside one: a variable declared there shadows HIP's
+    `warpSize` for that block only (`int warpSize = getWarpSizeCurrentDevice();` in host code) and collides with
+    nothing."""
+    depth = 0
+    for k in range(i - 1, -1, -1):
+        t = ctx.text[k]
+        if ctx.kinds[k] == COMMENT or ctx.in_directive[k]:
+            continue
+        if t == b"}":
+            depth += 1
+        elif t == b"{":
+            if depth:
+                depth -= 1
+            elif ctx.t(ctx.prev_code(k)) in (b")", b"else", b"do", b"try", b"const", b"noexcept", b"override"):
+                return True
+    return False
+
+
 def _uses(ctx: Context, name: bytes) -> list[int]:
     return [ctx.lines.line_col(ctx.starts[i])[0]
             for i in range(ctx.n) if ctx.text[i] == name and not ctx.in_directive[i] and ctx.kinds[i] == IDENT]
@@ -187,6 +206,8 @@ def check(ctx: Context) -> None:
         if nxt == b"(":
             what = "function"
         elif nxt in (b"=", b";") and ctx.text[i] == b"warpSize":
+            if _block_scope(ctx, i):
+                continue
             what = "variable"
         else:
             continue
