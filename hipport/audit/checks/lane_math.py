@@ -98,16 +98,19 @@ def check(ctx: Context) -> None:
         expr = ctx.span_text(lo, i + 1).decode()
         what = "lane index" if kind == "lane" else ("warp count" if block or named_block else "warp index")
         users = _macro_users(ctx, i) if in_macro else [fn]
-        if not any(f is not None and f.body[0] in warp_fns for f in users):
-            continue  # no shuffle, ballot or vote uses it: a group of 32 threads is right on AMD too
+        warp_fed = any(f is not None and f.body[0] in warp_fns for f in users)
+        if kind == "lane" and _permutes_within_32(ctx, op):
+            continue  # `(i & ~31) | f(i) & 31`: data moved inside rows of 32, not a lane
         own = []
-        if where is None and (not in_macro or direct) and not floating:
+        if where is None and (not in_macro or direct) and not floating and warp_fed:
             new = _fix(ctx, lo, op, i, after, replacement)
             if new is not None:
                 own = [ctx.edit(op, new, i)]
         reaching = next((r for r in (red.reaching(f) for f in users) if r is not None), None)
         candidates.append(_Candidate(op, i, fn, in_macro, reaching, own, expr, what, replacement, where,
-                                     "high" if (direct or block) else "medium"))
+                                     # without a warp operation a group of 32 threads is right on AMD too:
+                                     # still shown, as the code may mean a warp, but never patched
+                                     ("high" if (direct or block) else "medium") if warp_fed else "low"))
     ctx._lane_ids = candidates
     for c in candidates:
         edits, why = c.own, ""
@@ -167,6 +170,20 @@ def group_edits(ctx: Context, reduction: int) -> list | None:
     if not ids or any(not c.own or c.in_macro for c in ids):
         return None
     return [*offset, *(e for c in ids for e in c.own)]
+
+
+def _permutes_within_32(ctx: Context, op: int) -> bool:
+    """The statement also keeps the bits above 32 of an index (`& 0xFFFFFFE0`, `& ~31`): the `& 31` beside it
+    permutes data within 32-wide rows (cuda-samples' dct8x8), whatever the warp size."""
+    first, last = statement_start(ctx, op), statement_end(ctx, op)
+    for k in range(first, last):
+        if ctx.text[k] != b"&":
+            continue
+        r = ctx.next_code(k)
+        if int_value(ctx.text[r]) in (0xFFFFFFE0, 0xFFFFFFFFFFFFFFE0) or (
+                ctx.text[r] == b"~" and int_value(ctx.t(ctx.next_code(r))) in (31, 0x1F)):
+            return True
+    return False
 
 
 def _macro_users(ctx: Context, i: int) -> list:
