@@ -72,6 +72,23 @@ def find_config(start: Path | None = None) -> Path | None:
     return None
 
 
+def find_config_for(paths: list[Path]) -> Path | None:
+    """The settings of the inputs: the nearest settings file above each (a folder from itself, a file from its
+    folder), as a linter finds its settings, whatever the current directory; without inputs, from the current
+    directory. One run has one set of settings: inputs beside different settings files are a ConfigError."""
+    if not paths:
+        return find_config()
+    found: dict[Path | None, Path] = {}
+    for p in paths:
+        start = p if p.is_dir() else p.parent
+        found.setdefault(find_config(start), p)
+    if len(found) > 1:
+        (a, pa), (b, pb) = list(found.items())[:2]
+        raise ConfigError(f"{pa} and {pb} have different settings ({a or 'none'}, {b or 'none'}); run hipport once "
+                          "per project, or name the settings with --config")
+    return next(iter(found))
+
+
 def load_config(path: Path | None) -> Config:
     if path is None:
         return Config()

@@ -149,3 +149,37 @@ def test_3_new_files_follow_the_umask_baseline_and_imported_rules(tmp_path, monk
         assert {_mode(p) for p in written} == {0o664}
     finally:
         os.umask(old)
+
+
+LAUNCH = b"#include <cuda_runtime.h>\n__global__ void k() {}\nvoid f() { k<<<1, 32>>>(); }\n"
+
+
+def test_5_settings_are_found_from_the_input_not_the_current_directory(tmp_path, monkeypatch):
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    (proj / ".hipport.toml").write_text('launch-syntax = "hip"\n')
+    (proj / "w.cu").write_bytes(LAUNCH)
+    (tmp_path / ".hipport.toml").write_text('launch-syntax = "cuda"\n')  # the current folder's: not the input's
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(main, ["convert", "proj/w.cu", "--stdout", "--no-hipify-perl"])
+    assert result.exit_code == 0, result.output
+    assert "hipLaunchKernelGGL(k, dim3(1), dim3(32), 0, 0);" in result.output
+    # audit too: proj's settings are read (a bad value in them is named), the current folder's are not.
+    (proj / ".hipport.toml").write_text('launch-syntax = "neither"\n')
+    (proj / "h.cu").write_bytes(HAZARD)
+    result = CliRunner().invoke(main, ["audit", "proj/h.cu"])
+    assert result.exit_code == 2, result.output
+    assert f"{proj / '.hipport.toml'}: `launch-syntax` must be" in result.output
+
+
+def test_5_inputs_beside_different_settings_are_one_clear_error(tmp_path, monkeypatch):
+    for name, syntax in (("a", "hip"), ("b", "cuda")):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / ".hipport.toml").write_text(f'launch-syntax = "{syntax}"\n')
+        (tmp_path / name / "w.cu").write_bytes(LAUNCH)
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(main, ["convert", "a", "b", "--check", "--no-hipify-perl"])
+    assert result.exit_code == 2, result.output
+    assert len(result.output.strip().splitlines()) == 1
+    assert "different settings" in result.output and "--config" in result.output
+    assert (tmp_path / "a" / "w.cu").read_bytes() == LAUNCH

@@ -39,7 +39,7 @@ from hipport.cli.options import (
     toolchain_choice,
     toolchain_options,
 )
-from hipport.config import ConfigError, find_config, load_config
+from hipport.config import ConfigError, find_config_for, load_config
 from hipport.convert.runner import PARALLEL_MIN_FILES, default_jobs
 from hipport.convert.verify import ToolchainError, find_toolchain, load_causes
 from hipport.files import (
@@ -310,7 +310,7 @@ def audit(paths, exclude, follow_symlinks, archs, rocm, select, ignore, include_
     """
     try:
         hazards = load_hazards()
-        config = load_config(config_path if config_path is not None else find_config())
+        config = load_config(config_path if config_path is not None else find_config_for(list(paths)))
     except (HazardError, ConfigError) as exc:
         fail(str(exc))
     configured_archs = config.get("offload-arch", ())

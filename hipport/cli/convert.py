@@ -28,7 +28,7 @@ from hipport.cli.options import (
     toolchain_choice,
     toolchain_options,
 )
-from hipport.config import ConfigError, find_config, load_config
+from hipport.config import ConfigError, find_config_for, load_config
 from hipport.convert import ConvertOptions
 from hipport.convert.build.rules import load_build_rules
 from hipport.convert.build.targets import default_targets
@@ -183,7 +183,7 @@ def convert(paths, output_dir, diff_mode, check, to_stdout, roc, rocm_version, l
     if len(modes) > 1:
         fail(f"{' and '.join(modes)} cannot be combined; choose one mode")
     try:
-        config = load_config(config_path if config_path is not None else find_config())
+        config = load_config(config_path if config_path is not None else find_config_for(list(paths)))
         rocm = _rocm_target(rocm_version or config.get("rocm-version"))
         rules = load_rules([*hipify_perl_dirs(hipify_perl, no_hipify_perl, config), *config.paths("rules"), *rule_dirs])
         sources = collect_sources(list(paths), exclude, follow_symlinks=follow_symlinks, report_skipped=True,

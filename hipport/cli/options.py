@@ -19,7 +19,8 @@ def fail(message: str, code: int = EXIT_USAGE) -> None:
 config_option = click.option(
     "--config", "config_path", type=click.Path(path_type=Path, dir_okay=False),
     help="Project settings file (default: the nearest .hipport.toml, or pyproject.toml with [tool.hipport], "
-         "from the current directory up to the repository root). Flags win over it.")
+         "above the inputs (doctor: above the current directory), up to the repository root; .hipport.toml "
+         "wins when a folder has both). Flags win over it.")
 jobs_option = click.option(
     "-j", "--jobs", type=click.IntRange(min=1), metavar="N",
     help="Worker processes (default: the number of CPU cores; small runs use one).")
