@@ -73,3 +73,14 @@ def test_project_switch_from_settings_or_build_files(tmp_path):
     (tmp_path / ".hipport.toml").write_text('defines = ["USE_ROCM"]\n')
     r = _audit(tmp_path)
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_included_headers_say_what_they_define_for_amd(tmp_path):
+    # DeepSpeed's shape: `ds_kernel_utils.h` defines PTX_AVAILABLE on the NVIDIA path only
+    (tmp_path / "utils.h").write_text("#ifndef UTILS_H\n#define UTILS_H\n#ifdef __HIP_PLATFORM_AMD__\n"
+                                      "#define WAVE 64\n#else\n#define PTX_AVAILABLE\n#endif\n#endif\n")
+    src = (b'#include "utils.h"\n#ifdef PTX_AVAILABLE\nasm("mov.u32 %0, %%laneid;");\n#else\nportable\n#endif\n'
+           b"#if WAVE == 64\nwide\n#endif\n")
+    out = view(src, dict(AMD_DEFINES), path=str(tmp_path / "k.cu"))
+    assert b"laneid" not in out and b"portable" in out and b"wide" in out and len(out) == len(src)
+    assert view(src, dict(AMD_DEFINES)) == src      # without the file's path its headers are unknown

@@ -21,7 +21,8 @@ AMD_DEFINES = {"__HIP_PLATFORM_AMD__": 1, "__HIP_PLATFORM_HCC__": 1, "__HIPCC__"
 # renames them to their HIP twins, so their branches are the device pass / the HIP build.
 AMD_UNDEFINED = frozenset({"__HIP_PLATFORM_NVIDIA__", "__HIP_PLATFORM_NVCC__", "__NVCC__"})
 
-_COND = re.compile(rb"^[ \t]*#[ \t]*(if|ifdef|ifndef|elif|else|endif|elifdef|elifndef|define|undef)\b(.*)$")
+_COND = re.compile(rb"^[ \t]*#[ \t]*(if|ifdef|ifndef|elif|else|endif|elifdef|elifndef|define|undef|include)\b(.*)$")
+_QUOTED = re.compile(rb'^[ \t]*"([^"]+)"')
 _TOKEN = re.compile(r"\s*(defined|[A-Za-z_]\w*|0[xX][0-9a-fA-F]+[uUlL]*|\d+[uUlL]*|&&|\|\||==|!=|<=|>=|<<|>>|"
                     r"[()!<>+\-*/%])")
 _DEFINE = re.compile(rb"^[ \t]*([A-Za-z_]\w*)(?:[ \t]+(\d+))?[ \t]*$")
@@ -186,15 +187,29 @@ def _logical_lines(src: bytes):
 _QUICK = re.compile(rb"^[ \t]*#[ \t]*(?:if|elif)", re.M)
 
 
-def view(src: bytes, known: dict[str, int], undefined=AMD_UNDEFINED) -> bytes:
-    """``src`` with every line of a branch the AMD build certainly does not compile blanked (newlines kept)."""
+def view(src: bytes, known: dict[str, int], undefined=AMD_UNDEFINED, path: str = "") -> bytes:
+    """``src`` with every line of a branch the AMD build certainly does not compile blanked (newlines kept).
+    With ``path``, the headers it includes with quotes (beside it) add what they certainly define, and mark as
+    undefined what they define only on branches the AMD build never compiles (`#define PTX_AVAILABLE` under
+    `#ifndef __HIP_PLATFORM_AMD__`)."""
     if not _QUICK.search(src):
         return src
-    words = set(known) | set(undefined)
-    if not any(w.encode() in src for w in words):
+    if not (path and b'include' in src) and not any(w.encode() in src for w in (*known, *undefined)):
         return src
-    known = dict(known)
-    undefined = set(undefined)
+    return _walk(src, dict(known), set(undefined), path, 0)[0]
+
+
+_GUARD = re.compile(rb"\A(?:\s|//[^\n]*\n|/\*.*?\*/)*#[ \t]*(?:ifndef[ \t]+(\w+)|if[ \t]+!\s*defined\s*\(?\s*(\w+)\s*\)?)"
+                    rb"[ \t]*\r?\n[ \t]*#[ \t]*define[ \t]+(\w+)", re.S)
+
+
+def _walk(src: bytes, known: dict[str, int], undefined: set[str], path: str, depth: int):
+    """(view, known after it, undefined after it)."""
+    guard = _GUARD.match(src)
+    if guard and (guard.group(1) or guard.group(2)) == guard.group(3):
+        undefined = undefined | {guard.group(3).decode()}  # an include guard is open on the first inclusion
+    dead_defines: set[str] = set()
+    live_defines: set[str] = set()
     out = bytearray(src)
     # frames: [dead_before, settled, certain, any_unknown] per open `#if`
     #   dead: this branch is not compiled; settled: an earlier branch was certainly taken;
@@ -228,13 +243,28 @@ def view(src: bytes, known: dict[str, int], undefined=AMD_UNDEFINED) -> bytes:
             dead, certain = f["outer_dead"], f["outer_certain"]
             continue
         if dead:
+            d = _DEFINE.match(m.group(2)) if kind == "define" else None
+            if d:
+                dead_defines.add(d.group(1).decode())
             for k in range(start, end):
                 if out[k] not in (0x0A, 0x0D):
                     out[k] = 0x20
             changed = True
             continue
+        if kind == "include" and certain and path and depth < _MAX_DEPTH:
+            q = _QUOTED.match(m.group(2))
+            if q:
+                header = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(path)),
+                                                       q.group(1).decode("utf-8", "replace")))
+                got = _exports(header, depth + 1, tuple(sorted(known.items())), frozenset(undefined))
+                if got is not None:
+                    known.update(got[0])
+                    undefined |= got[1] - set(known)
+            continue
         if kind == "define":
             d = _DEFINE.match(m.group(2))
+            if d:
+                live_defines.add(d.group(1).decode())
             if d and certain:
                 known[d.group(1).decode()] = int(d.group(2)) if d.group(2) else 1
                 undefined.discard(d.group(1).decode())
@@ -248,7 +278,36 @@ def view(src: bytes, known: dict[str, int], undefined=AMD_UNDEFINED) -> bytes:
                 undefined.add(name)
             else:
                 undefined.discard(name)
-    return bytes(out) if changed else src
+    # Defined only where the AMD build never goes: undefined for it, unless a live line defines it too.
+    undefined |= {name for name in dead_defines if name not in known and name not in live_defines}
+    return (bytes(out) if changed else src), known, undefined
+
+
+_MAX_DEPTH = 8
+_export_cache: dict = {}
+
+
+def _exports(header: str, depth: int, known: tuple, undefined: frozenset):
+    """What an included header leaves defined and undefined for the AMD build (None if it cannot be read)."""
+    try:
+        st = os.stat(header)
+    except OSError:
+        return None
+    key = (header, st.st_mtime_ns, st.st_size, known, undefined)
+    if key in _export_cache:
+        return _export_cache[key]
+    if len(_export_cache) > 4096:
+        _export_cache.clear()
+    _export_cache[key] = None  # an include cycle sees nothing of itself
+    try:
+        with open(header, "rb") as fh:
+            src = fh.read(2_000_000)
+    except OSError:
+        return None
+    _, k, u = _walk(src, dict(known), set(undefined), header, depth)
+    result = ({n: v for n, v in k.items() if (n, v) not in known}, frozenset(u - set(undefined)))
+    _export_cache[key] = result
+    return result
 
 
 def _condition(kind: str, rest: bytes, known, undefined) -> int | None:
