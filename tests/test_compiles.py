@@ -102,8 +102,19 @@ SYNC = ("#define FULL_MASK 0xffffffff\n__device__ float f(float v, unsigned m) {
         "  return v + __all_sync(0xffffffffffffffffull, v > 1);\n}\n")
 
 
-def test_warp_builtins_6_2_and_7_0_take_64_bit_masks(conv):
-    for version in ((6, 2), (7, 0)):
+# The all-lanes calls of SYNC, whose converted form must build as written.
+SYNC_FULL = SYNC.replace("  v += __shfl_sync(m, v, 0);\n", "")
+
+
+def _compiles_on(tmp_path, text: str, target: tuple):
+    f = tmp_path / f"sync-{target[0]}.{target[1]}.hip"
+    f.write_text("#include <hip/hip_runtime.h>\n" + text)
+    r = syntax_check(f, target=target)
+    assert r.returncode == 0, r.stderr[-3000:]
+
+
+def test_warp_builtins_6_3_and_7_0_take_64_bit_masks(conv, tmp_path):
+    for version in ((6, 3), (7, 0)):
         result = conv(SYNC, rocm_version=version)
         text = result.after.decode()
         assert "__shfl_xor_sync(0xffffffffffffffffull, v, 1)" in text
@@ -112,8 +123,25 @@ def test_warp_builtins_6_2_and_7_0_take_64_bit_masks(conv):
         assert "__shfl_sync(m, v, 0)" in text  # a mask variable is never guessed
         assert "__all_sync(0xffffffffffffffffull, v > 1)" in text
         rules = {f.rule_id for f in result.findings}
-        assert "warp-sync-mask" in rules
-        assert ("warp-sync-opt-in" in rules) == (version == (6, 2))
+        assert "warp-sync-mask" in rules and "warp-sync-opt-in" not in rules
+    # Compiled with ROCm 6.2.2's headers and the *_sync built-ins on, as 6.3 has them: its static_assert takes
+    # only 64-bit masks.
+    _compiles_on(tmp_path, conv(SYNC_FULL, rocm_version=(6, 3)).after.decode(), (6, 3))
+
+
+def test_warp_builtins_6_2_write_all_lanes_calls_mask_free(conv, tmp_path):
+    # 6.2 declares the *_sync forms only with -DHIP_ENABLE_WARP_SYNC_BUILTINS: an all-lanes call is written as
+    # the mask-free built-in (the same operation on AMD); a call with another mask is kept and needs the macro.
+    result = conv(SYNC, rocm_version=(6, 2))
+    text = result.after.decode()
+    assert "__shfl_xor(v, 1)" in text and "__shfl_down(v, 2, 16)" in text and "__ballot(v > 0)" in text
+    assert "__all(v > 1)" in text and "__shfl_sync(m, v, 0)" in text
+    rules = {f.rule_id for f in result.findings}
+    assert {"warp-sync-mask", "warp-sync-opt-in"} <= rules
+    full = conv(SYNC_FULL + "__device__ unsigned long long g() { return __activemask(); }\n", rocm_version=(6, 2))
+    assert "_sync" not in full.after.decode() and "__ballot(1)" in full.after.decode()
+    assert not {f.rule_id for f in full.findings} & {"warp-sync-mask", "warp-sync-opt-in"}
+    _compiles_on(tmp_path, full.after.decode(), (6, 2))  # no -DHIP_ENABLE_WARP_SYNC_BUILTINS
 
 
 def test_warp_builtins_before_6_2_drop_masks_and_report_partial_ones(conv):

@@ -326,8 +326,9 @@ def _semantic_lines(sem: Semantic, name: str) -> list[str]:
             f"                {opt_in} and later: `{name}(...)` kept; a 32-bit all-lanes mask (`0xffffffff`, `~0u`, "
             f"...) becomes `{sem.full64_spelling}`, a 64-bit one stays, any other mask is reported (warp-sync-mask): "
             f"HIP takes 64-bit masks",
-            f"                {opt_in} (before {enabled}): the kept call also needs -DHIP_ENABLE_WARP_SYNC_BUILTINS "
-            f"(reported once a file, warp-sync-opt-in)",
+            f"                {opt_in} (before {enabled}): an all-lanes mask gives `{plain}(...)` as before {opt_in} "
+            f"(6.2's *_sync are undeclared without -DHIP_ENABLE_WARP_SYNC_BUILTINS); a call kept for another mask "
+            f"needs that macro (reported once a file, warp-sync-opt-in)",
         ]
     if name in sem.symbol_args:
         lines += [f"{name}  (call rewrite, rules/calls.toml)",

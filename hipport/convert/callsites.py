@@ -42,7 +42,8 @@ def rewrite_calls(conv: "ConversionContext") -> None:
             _warp_sync(conv, i, name)
             continue
         if name in sem.before_sync:
-            if conv.options.rocm_version < sem.sync_opt_in and not conv.user_names.is_users(i):
+            # 6.2 declares `__activemask` only with HIP_ENABLE_WARP_SYNC_BUILTINS, as it does the *_sync forms
+            if conv.options.rocm_version < sem.sync_enabled and not conv.user_names.is_users(i):
                 _before_sync(conv, i, name)
             continue
         if name not in sem.symbol_args and name not in sem.kernel_args and name not in sem.by_arity \
@@ -291,7 +292,9 @@ def _warp_sync(conv: "ConversionContext", i: int, name: str) -> None:
     kind = _mask_kind(conv, mask)
     target = conv.options.rocm_version
     mask_free = sem.warp_sync[name]
-    if target < sem.sync_opt_in:
+    # On 6.2 the *_sync forms are undeclared unless the build defines HIP_ENABLE_WARP_SYNC_BUILTINS; with an
+    # all-lanes mask the mask-free call is the same operation on AMD, and builds with or without the macro.
+    if target < sem.sync_opt_in or (target < sem.sync_enabled and kind in ("full32", "full64")):
         if len(args) < 2:
             conv.finding("warp-sync-mask", "error", tokens.starts[i],
                          f"`{name}` has no HIP form before ROCm {_v(sem.sync_opt_in)}; rewrite it by hand "
