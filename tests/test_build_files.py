@@ -297,6 +297,9 @@ def test_default_targets_are_those_the_installed_hipcc_builds_for_asked_once(tmp
                            capture_output=True, text=True, cwd=tmp_path, env=env)
         assert r.returncode == 0, r.stderr
         assert (out / "Makefile").read_text().startswith("OFFLOAD_ARCH ?= gfx90a\n")
+        assert f"build files target gfx90a: those of hipport's defaults (gfx90a,gfx942,gfx1100) that {fake / 'hipcc'} " \
+            "can build for (gfx942: not known to the installed clang; gfx1100: not known to the installed clang)" \
+            in r.stderr
         if n == 0:
             asked = log.read_text()
             assert "--offload-arch=gfx942" in asked

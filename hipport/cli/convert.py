@@ -190,11 +190,12 @@ def convert(paths, output_dir, diff_mode, check, to_stdout, roc, rocm_version, l
                                   project_exclude=tuple(config.get("exclude", [])), project_dir=config.base,
                                   build_files=not no_build_files)
         targets = _offload_arch(offload_arch, config)
+        probed = None
         if targets is None:  # ask the installed hipcc only when a build file will name the targets
             targets = DEFAULT_ARCHS
             if any(s.build for s in sources):
-                targets = default_targets(use_cache=not no_cache,
-                                          cache=ResultCache("targets", "probe", cache_dir)).targets
+                probed = default_targets(use_cache=not no_cache, cache=ResultCache("targets", "probe", cache_dir))
+                targets = probed.targets
         if not no_build_files:
             load_build_rules()  # a malformed build rule file stops the run before any file is touched
     except (RuleError, InputError, ConfigError, VersionError) as exc:
@@ -274,6 +275,9 @@ def convert(paths, output_dir, diff_mode, check, to_stdout, roc, rocm_version, l
     if not to_stdout or verbose:
         action = "would change" if write == "none" else "changed"
         render_summary(err, summary, verbose=verbose, action=action, verify_copy=write == "none")
+        if probed is not None:  # the targets were not the user's: say where the build files' ones come from
+            err.print(f"build files target {','.join(targets)}: {probed.why}; --offload-arch or the offload-arch "
+                      "setting names others", markup=False, soft_wrap=True)
     elif summary.errors:
         for e in summary.errors:
             err.print(f"error: {e}", markup=False)

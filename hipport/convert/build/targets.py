@@ -51,4 +51,6 @@ def default_targets(environ: Mapping[str, str] = os.environ, *, use_cache: bool 
     usable, skipped = found
     if not usable:
         return DefaultTargets(DEFAULT_ARCHS, f"hipport's defaults ({hipcc} builds for none of them)", skipped)
-    return DefaultTargets(tuple(usable), f"those of hipport's defaults {hipcc} can build for", tuple(skipped))
+    others = "; ".join(f"{t}: {why}" for t, why in skipped)
+    return DefaultTargets(tuple(usable), f"those of hipport's defaults ({','.join(DEFAULT_ARCHS)}) that {hipcc} can "
+                          f"build for" + (f" ({others})" if others else ""), tuple(skipped))
