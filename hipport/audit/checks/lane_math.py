@@ -460,6 +460,14 @@ def _report_uses(ctx: Context, name: bytes, definition: int, where: range) -> No
         if line in flagged:
             continue
         flagged.add(line)
+        reduction = Reductions.of(ctx).reaching(ctx.function_at(k))
+        if reduction is not None:
+            # With a 32-lane shuffle reduction the ids of 32 are what keeps it right on 64 lanes (reductions.py).
+            red_line = ctx.lines.line_col(ctx.starts[reduction])[0]
+            ctx.report(RULE, k, f"`{name.decode()}` (32, line {def_line}) used as the warp size here, with the "
+                       f"32-lane shuffle reduction of line {red_line}: right on a 64-lane wavefront as long as they "
+                       f"change together", confidence="medium", subject=name.decode(), severity="info")
+            continue
         ctx.report(RULE, k, f"`{name.decode()}` (32, line {def_line}) used as the warp size here: on a 64-lane "
                    f"wavefront this lane, warp or size computation is wrong", confidence="medium",
                    subject=name.decode())
