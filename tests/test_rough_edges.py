@@ -183,3 +183,21 @@ def test_5_inputs_beside_different_settings_are_one_clear_error(tmp_path, monkey
     assert len(result.output.strip().splitlines()) == 1
     assert "different settings" in result.output and "--config" in result.output
     assert (tmp_path / "a" / "w.cu").read_bytes() == LAUNCH
+
+
+def test_5_init_of_a_subfolder_writes_the_hook_at_the_repository_root_and_the_hook_finds_the_settings(
+        tmp_path, monkeypatch):
+    (tmp_path / ".git").mkdir()
+    gpu = tmp_path / "gpu"
+    gpu.mkdir()
+    (gpu / "h.cu").write_bytes(HAZARD)
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(main, ["init", "gpu", "--rocm-version", "6.2"])
+    assert result.exit_code == 0, result.output
+    assert not (gpu / ".pre-commit-config.yaml").exists()
+    hook = (tmp_path / ".pre-commit-config.yaml").read_text()
+    assert r"files: ^gpu/.*\.(cu|" in hook
+    # What pre-commit runs, from the repository root: gpu's settings and baseline apply.
+    result = CliRunner().invoke(main, ["audit", "gpu/h.cu"])
+    assert result.exit_code == 0, result.output
+    assert "1 in the baseline not shown" in result.output

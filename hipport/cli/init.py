@@ -10,6 +10,7 @@ from pathlib import Path
 import click
 
 from hipport import environment
+from hipport.config import repository_root
 from hipport.rocm import DEFAULT_ARCHS, NEWEST_ROCM, VersionError, parse_rocm_version
 
 SOURCE_PATTERN = r"\.(cu|cuh|hip|cpp|cc|cxx|c|h|hpp|hh|inl|inc)$"  # files.SOURCE_SUFFIXES, as the published hooks
@@ -34,13 +35,16 @@ baseline = "{BASELINE}"   # accepted findings; only new ones fail
 """
 
 
-def precommit_text(repo: str | None, rev: str | None) -> str:
+def precommit_text(repo: str | None, rev: str | None, sub: str = "") -> str:
+    """The hook entry; ``sub`` is the project's folder inside the repository ("" at its root), which pre-commit
+    passes file names from (it reads only the root's .pre-commit-config.yaml)."""
     if repo:
+        scope = f"\n        files: ^{re.escape(sub)}/" if sub else ""
         return f"""repos:
   - repo: {repo}
     rev: {rev or "main"}
     hooks:
-      - id: hipport-audit
+      - id: hipport-audit{scope}
       # - id: hipport-convert   # once the tree has moved to HIP and must stay there
 """
     # Without a repository address, use the hipport installed here: no download, same version as the baseline.
@@ -51,7 +55,7 @@ def precommit_text(repo: str | None, rev: str | None) -> str:
         name: hipport audit (wave64, masks, atomics)
         entry: hipport audit
         language: system
-        files: {SOURCE_PATTERN}
+        files: {"^" + re.escape(sub) + "/.*" if sub else ""}{SOURCE_PATTERN}
 """
 
 
@@ -117,8 +121,11 @@ def init(root: Path, rocm_version, archs, hook_repo, hook_rev, force):
             sys.exit(exc.code)
     click.echo(f"wrote {baseline} (today's findings; fix them over time and re-run `hipport audit "
                f"--write-baseline {BASELINE}`)")
-    config = root / ".pre-commit-config.yaml"
-    snippet = precommit_text(hook_repo, hook_rev)
+    # pre-commit reads the repository root's file only; the hook's file names then find this folder's settings.
+    top = repository_root(root.resolve()) or root.resolve()
+    sub = root.resolve().relative_to(top).as_posix() if root.resolve() != top else ""
+    config = (root if not sub else top) / ".pre-commit-config.yaml"
+    snippet = precommit_text(hook_repo, hook_rev, sub)
     if config.exists():
         click.echo(f"{config} exists; add this to it:\n\n{snippet}")
     else:
