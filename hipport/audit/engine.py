@@ -16,6 +16,7 @@ from hipport.audit.checks import (
     lane_math,
     masks,
     names,
+    warp_arrays,
     warp_loops,
     warpsize,
 )
@@ -28,7 +29,7 @@ from hipport.rocm import DEFAULT_ARCHS, NEWEST_ROCM
 
 # Check functions in the order they run; each takes a Context and reports through it.
 CHECKS = (
-    masks.check, ballot.check, lane_math.check, warp_loops.check, warpsize.check, inline_ptx.check,
+    masks.check, ballot.check, lane_math.check, warp_loops.check, warp_arrays.check, warpsize.check, inline_ptx.check,
     builtins.check, coop_groups.check, names.check, atomics.check,
 )
 
