@@ -226,6 +226,15 @@ def collect_sources(paths: list[Path], exclude: tuple[str, ...] = (), follow_sym
                 seen_dirs.add((st.st_dev, st.st_ino))
             rel_dir = Path(dirpath).relative_to(root)
             dirnames[:] = sorted(d for d in dirnames if d not in _SKIP_DIRS and not dropped((rel_dir / d).as_posix()))
+            if not follow_symlinks:
+                # os.walk does not enter a symlinked directory: name it, unless its files are reached anyway.
+                for d in [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]:
+                    link = Path(dirpath) / d
+                    real = os.path.realpath(link)
+                    if not _inside(real, roots):
+                        skipped.append(Source(link, prefix / rel_dir / d,
+                                              f"{show(link)}: symlink to the directory {show(real)}, outside the "
+                                              "input tree; not followed without --follow-symlinks"))
             for name in sorted(filenames):
                 rel = rel_dir / name
                 if (Path(name).suffix.lower() not in SOURCE_SUFFIXES

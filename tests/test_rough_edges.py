@@ -201,3 +201,20 @@ def test_5_init_of_a_subfolder_writes_the_hook_at_the_repository_root_and_the_ho
     result = CliRunner().invoke(main, ["audit", "gpu/h.cu"])
     assert result.exit_code == 0, result.output
     assert "1 in the baseline not shown" in result.output
+
+
+def test_4_a_folder_reached_through_a_symlink_is_named_not_skipped_in_silence(tmp_path, monkeypatch):
+    (tmp_path / "t").mkdir()
+    (tmp_path / "o").mkdir()
+    (tmp_path / "o" / "x.cu").write_bytes(b"#include <cuda_runtime.h>\n")
+    (tmp_path / "t" / "ld").symlink_to("../o")
+    (tmp_path / "t" / "in").mkdir()
+    (tmp_path / "t" / "again").symlink_to("in")  # inside the tree: its files are reached anyway, nothing to say
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(main, ["convert", "t", "-v", "--no-hipify-perl"])
+    assert result.exit_code == 3, result.output
+    assert (f"t/ld: symlink to the directory {tmp_path / 'o'}, outside the input tree; not followed without "
+            "--follow-symlinks") in result.output
+    assert "again" not in result.output
+    result = CliRunner().invoke(main, ["convert", "t", "--follow-symlinks", "--check", "--no-hipify-perl"])
+    assert result.exit_code == 1, result.output  # followed: o/x.cu is converted
