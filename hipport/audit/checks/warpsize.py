@@ -8,9 +8,36 @@ from hipport.audit.checks.context import IDENT, Context
 RULE = "warpsize-constexpr"
 
 
+def _warpsize_macros(ctx: Context) -> dict[bytes, bytes]:
+    """Object-like macros of the file (its AMD view) that expand, through each other, to `warpSize`: name -> the
+    macro that holds it (`#define NUM_WARPS (1024 / WARP_SIZE)`, `#define WARP_SIZE (warpSize)`)."""
+    found: dict[bytes, bytes] = {}
+
+    def reaches(name: bytes, seen: frozenset) -> bytes | None:
+        body = ctx.macro_value(name)
+        if body is None or name in seen:
+            return None
+        for j in body:
+            t = ctx.text[j]
+            if t == b"warpSize":
+                return name
+            if ctx.kinds[j] == IDENT and t in ctx.macros:
+                via = reaches(t, seen | {name})
+                if via is not None:
+                    return via
+        return None
+
+    for name in ctx.macros:
+        via = reaches(name, frozenset())
+        if via is not None:
+            found[name] = via
+    return found
+
+
 def check(ctx: Context) -> None:
     if RULE not in ctx.hazards or b"warpSize" not in ctx.words:
         return
+    _through_macros(ctx)
     candidates = []
     for i in range(ctx.n):
         if ctx.kinds[i] != IDENT or ctx.text[i] != b"warpSize" or ctx.in_directive[i]:
@@ -34,6 +61,23 @@ def check(ctx: Context) -> None:
         edits = _fix(ctx, i, where)
         ctx.report(RULE, i, f"`warpSize` in a {where}: not a constant expression from ROCm 7.0"
                    + (_advice(where, edits)), confidence=confidence, edits=edits, subject=where)
+
+
+def _through_macros(ctx: Context) -> None:
+    """A project macro that expands to `warpSize`, used where a constant expression is required: the same error,
+    reported at the use (no patch: the macro serves its run-time uses too)."""
+    macros = _warpsize_macros(ctx)
+    for i in range(ctx.n):
+        if ctx.kinds[i] != IDENT or ctx.in_directive[i] or ctx.text[i] not in macros:
+            continue
+        where = const_context(ctx, i)
+        if where is None:
+            continue
+        name, via = ctx.text[i].decode(), macros[ctx.text[i]].decode()
+        how = f"`{name}` is `warpSize`" if name == via else f"`{name}` expands to `warpSize` (through `{via}`)"
+        ctx.report(RULE, i, f"{how} in a {where}: not a constant expression from ROCm 7.0 (give the macro a "
+                   f"constant for the AMD build, e.g. 64, or size for the largest case)", confidence="medium",
+                   subject=where)
 
 
 def _advice(where: str, edits) -> str:
