@@ -84,3 +84,11 @@ def test_included_headers_say_what_they_define_for_amd(tmp_path):
     out = view(src, dict(AMD_DEFINES), path=str(tmp_path / "k.cu"))
     assert b"laneid" not in out and b"portable" in out and b"wide" in out and len(out) == len(src)
     assert view(src, dict(AMD_DEFINES)) == src      # without the file's path its headers are unknown
+
+
+def test_a_project_names_what_its_amd_build_never_defines():
+    from hipport.audit import AuditOptions, audit_source
+    src = (b"__device__ float f(float v) {\n#if CUDA_VERSION >= 9000\n  return __shfl_xor_sync(0xffffffff, v, 1);\n"
+           b"#else\n  return __shfl_xor(v, 1);\n#endif\n}\n")
+    assert [f.line for f in audit_source(src, "f.cu") if f.rule_id == "warp-mask-32bit"] == [3]
+    assert not audit_source(src, "f.cu", AuditOptions(defines=("!CUDA_VERSION",)))

@@ -32,9 +32,18 @@ def defines_for(options) -> dict[str, int]:
     """Known macro values for the AMD build: hipcc's, then the project's switches (`NAME` or `NAME=VALUE`)."""
     known = dict(AMD_DEFINES)
     for item in getattr(options, "defines", ()) or ():
+        if item.startswith("!"):
+            continue
         name, _, value = item.partition("=")
         known[name.strip()] = int(value) if value.strip().lstrip("-").isdigit() else 1
     return known
+
+
+def undefined_for(options) -> frozenset[str]:
+    """Names the AMD build never defines: the NVIDIA platform's, and the project's `!NAME` entries (`!CUDA_VERSION`
+    for a project whose ROCm build includes no CUDA header, so `#if CUDA_VERSION >= 9000` is false there)."""
+    extra = {item[1:].strip() for item in getattr(options, "defines", ()) or () if item.startswith("!")}
+    return AMD_UNDEFINED | extra if extra else AMD_UNDEFINED
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -60,7 +60,8 @@ def run_checks(src: bytes, path: str, options: AuditOptions, prepare=None) -> Co
     """Every check over one file; the findings are left in ``ctx.findings``, unfiltered. ``prepare(ctx)`` runs
     before the checks (the engine hands them what the included headers define). The checks see the AMD build's
     view of the file (amd_view): branches hipcc never compiles for AMD are blank, offsets unchanged."""
-    ctx = Context(amd_view.view(src, amd_view.defines_for(options), path=path), path, options, load_hazards())
+    ctx = Context(amd_view.view(src, amd_view.defines_for(options), amd_view.undefined_for(options), path=path),
+                  path, options, load_hazards())
     if prepare is not None:
         prepare(ctx)
     for check in CHECKS:
