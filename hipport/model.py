@@ -36,6 +36,9 @@ class Conversion:
     hip: str
     category: str
     line: int
+    # The bytes rewritten (-1: not known): the audit leaves a finding on them to the conversion.
+    start: int = -1
+    end: int = -1
 
 
 @dataclass(slots=True)

@@ -22,8 +22,8 @@ from hipport.audit.checks import (
 )
 from hipport.audit.checks.common import wave_conditional_lines
 from hipport.audit.checks.context import Context
-from hipport.audit.hazards import load_hazards
-from hipport.model import Finding
+from hipport.audit.hazards import load_all_rules, load_hazards
+from hipport.model import FileResult, Finding
 from hipport.rocm import DEFAULT_ARCHS, NEWEST_ROCM
 
 
@@ -90,8 +90,12 @@ def _drop_masks_compat_drops(ctx: Context, path: str, options: AuditOptions) -> 
                     or not any(a <= (f.line, f.col) <= b for a, b in spans)]
 
 
-def audit_source(src: bytes, path: str = "<stdin>", options: AuditOptions = AuditOptions()) -> list[Finding]:
-    """Findings for one file's bytes, sorted by position. Raises scan.LexError when libclang cannot read it."""
+def audit_source(src: bytes, path: str = "<stdin>", options: AuditOptions = AuditOptions(),
+                 converted: FileResult | None = None) -> list[Finding]:
+    """Findings for one file's bytes, sorted by position. Raises scan.LexError when libclang cannot read it.
+    ``converted``, the conversion of the same bytes (the command line runs it), makes one set of findings: its
+    findings join the audit's, under the same suppressions and --select/--ignore, and an audit finding on bytes
+    the conversion rewrote by itself (a rule with `fixed_by_convert`) is converted work, so it is left out."""
     headers = []
 
     def prepare(ctx: Context) -> None:
@@ -106,6 +110,8 @@ def audit_source(src: bytes, path: str = "<stdin>", options: AuditOptions = Audi
     helpers.report_calls(ctx, included, local=False, macros=macros)
     helpers.report_header_masks(ctx, macros, {**included, **own})
     _drop_masks_compat_drops(ctx, path, options)
+    if converted is not None and converted.error is None:
+        ctx.findings = _with_conversion(ctx, ctx.findings, converted)
     # Suppressions are judged on every finding, selected or not: `--select` must not make one look unused.
     kept, sups = suppressions.apply(ctx, ctx.findings)
     kept += suppressions.report_unused(ctx, sups)
@@ -118,3 +124,16 @@ def audit_source(src: bytes, path: str = "<stdin>", options: AuditOptions = Audi
         seen.add(key)
         out.append(f)
     return out
+
+
+def _with_conversion(ctx: Context, findings: list[Finding], converted: FileResult) -> list[Finding]:
+    spans = [(c.category, ctx.lines.line_col(c.start), ctx.lines.line_col(max(c.end - 1, c.start)))
+             for c in converted.conversions if c.start >= 0]
+    rules = load_all_rules()
+
+    def rewritten(f: Finding) -> bool:
+        rule = rules.get(f.rule_id)
+        return rule is not None and bool(rule.fixed_by_convert) and any(
+            kind == rule.fixed_by_convert and a <= (f.line, f.col) <= b for kind, a, b in spans)
+
+    return [f for f in findings if not rewritten(f)] + list(converted.findings)

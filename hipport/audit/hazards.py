@@ -1,5 +1,7 @@
 """Load and validate the hazard rules in ``rules/hazards/*.toml``: id, severity, summary, note, and the
-conditions under which a target (ROCm version, offload architecture) changes the severity.
+conditions under which a target (ROCm version, offload architecture) changes the severity. The findings of the
+conversion (``rules/findings/*.toml``, family "convert") are records of the same shape: `load_all_rules` is the one
+registry every path that takes a rule id reads (select/ignore, suppressions, baselines, `rules show`, reports).
 
 A broken file stops the tool at load time with one line naming the file and the key, never halfway through a run.
 """
@@ -19,7 +21,7 @@ from hipport.rules import RuleError, builtin_rules_dir
 SEVERITIES = ("info", "warning", "error")
 SEVERITY_RANK = {s: i for i, s in enumerate(SEVERITIES)}
 CONFIDENCES = ("low", "medium", "high")
-_TOP_KEYS = frozenset({"id", "severity", "summary", "note", "family", "when"})
+_TOP_KEYS = frozenset({"id", "severity", "summary", "note", "family", "when", "fixed_by_convert"})
 _REQUIRED = ("id", "severity", "summary", "note", "family")
 _WHEN_KEYS = frozenset({"rocm_at_least", "rocm_below", "arch_wave32", "arch_wave64", "severity"})
 _VERSION = re.compile(r"^\d+(?:\.\d+){0,2}$")
@@ -64,6 +66,9 @@ class Hazard:
     summary: str
     note: str
     when: tuple[SeverityWhen, ...] = ()
+    # The conversion category ("warp") whose rewrite of the bytes this finding points at settles it (a full 32-bit
+    # mask, a `*_sync` call the target lacks): there the finding is converted work, not hand work. "": never.
+    fixed_by_convert: str = ""
 
     def severity_for(self, rocm: tuple[int, ...], archs: tuple[str, ...]) -> str:
         """The last matching `when` entry wins; with none, the default severity."""
@@ -74,13 +79,13 @@ class Hazard:
         return result
 
 
-def _hazard_dir() -> Path:
+def _hazard_dir(name: str = "hazards") -> Path:
     try:
-        candidate = builtin_rules_dir() / "hazards"
+        candidate = builtin_rules_dir() / name
     except RuleError as exc:
         raise HazardError(str(exc)) from None
     if not candidate.is_dir():
-        raise HazardError(f"{candidate}: the bundled hazard rules are missing; reinstall hipport")
+        raise HazardError(f"{candidate}: the bundled {name} rules are missing; reinstall hipport")
     return candidate
 
 
@@ -131,8 +136,11 @@ def _load_one(path: Path) -> Hazard:
                 raise HazardError(f"{where}: key `{key}` must be true or false")
         when.append(SeverityWhen(entry["severity"], versions.get("rocm_at_least"), versions.get("rocm_below"),
                                  entry.get("arch_wave32", False), entry.get("arch_wave64", False)))
+    fixed = data.get("fixed_by_convert", "")
+    if not isinstance(fixed, str):
+        raise HazardError(f"{name}: key `fixed_by_convert` must be a conversion category such as \"warp\"")
     return Hazard(data["id"], data["family"], data["severity"], data["summary"].strip(),
-                  data["note"].strip(), tuple(when))
+                  data["note"].strip(), tuple(when), fixed)
 
 
 @lru_cache(maxsize=None)
@@ -148,14 +156,38 @@ def load_hazards(directory: str | None = None) -> dict[str, Hazard]:
     return hazards
 
 
+@lru_cache(maxsize=None)
+def load_findings() -> dict[str, Hazard]:
+    """The conversion's findings by id (``rules/findings/*.toml``): each of family "convert"."""
+    root = _hazard_dir("findings")
+    found = {}
+    for path in sorted(root.glob("*.toml")):
+        rule = _load_one(path)
+        if rule.family != "convert":
+            raise HazardError(f"{path.name}: key `family` must be \"convert\" in rules/findings")
+        found[rule.id] = rule
+    return found
+
+
+@lru_cache(maxsize=None)
+def load_all_rules() -> dict[str, Hazard]:
+    """Every rule id a finding can carry, the audit's hazards and the conversion's findings, by id."""
+    hazards = load_hazards()
+    found = load_findings()
+    both = sorted(set(hazards) & set(found))
+    if both:
+        raise HazardError(f"{both[0]}: both rules/hazards and rules/findings define it; keep one")
+    return {**hazards, **found}
+
+
 def describe_rule(rule_id: str) -> str:
     """What `hipport rules show RULE-ID` prints: id, severity (and when it changes), summary and the note."""
-    hazards = load_hazards()
+    hazards = load_all_rules()
     hazard = hazards.get(rule_id)
     if hazard is None:
         close = [h for h in hazards if rule_id in h or h in rule_id]
         hint = f"; did you mean {', '.join(close)}?" if close else f"; known rules: {', '.join(sorted(hazards))}"
-        raise KeyError(f"no hazard rule `{rule_id}`{hint}")
+        raise KeyError(f"no audit or convert rule `{rule_id}`{hint}")
     lines = [f"{hazard.id} ({hazard.family}): {hazard.summary}", f"default severity: {hazard.severity}"]
     for w in hazard.when:
         conds = []

@@ -12,6 +12,7 @@ import difflib
 import re
 from dataclasses import dataclass, field
 
+from hipport.audit.hazards import load_all_rules
 from hipport.model import Edit, Finding
 from hipport.scan import COMMENT
 
@@ -86,7 +87,7 @@ def apply(ctx, findings: list[Finding]) -> tuple[list[Finding], list[Suppression
 def report_unused(ctx, sups: list[Suppression]) -> list[Finding]:
     """One info finding per directive that silences nothing or names an unknown rule, with a patch that removes it
     (or, when some of its ids are in use, the ids that are not)."""
-    known = set(ctx.hazards)
+    known = set(load_all_rules())  # a conversion finding can be silenced too
     hazard = ctx.hazards[RULE_ID]
     severity = hazard.severity_for(ctx.rocm, tuple(ctx.options.offload_arch))
     out = []

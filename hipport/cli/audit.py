@@ -24,7 +24,7 @@ from hipport.audit.hazards import (
     SEVERITIES,
     SEVERITY_RANK,
     HazardError,
-    load_hazards,
+    load_all_rules,
     parse_version,
 )
 from hipport.audit.amd_view import build_defines
@@ -132,24 +132,28 @@ def _write_baseline(path: Path, keys: Counter) -> None:
         fail(f"{show(path)}: cannot write the baseline ({getattr(exc, 'strerror', None) or exc})")
 
 
-def _audit_one(source, options: AuditOptions, cache: ResultCache | None):
-    """(source, bytes, findings, problem): a file that cannot be used (read as `hipport convert` reads it,
-    files.load_source) or lexed comes back with a problem, a one-line message naming it."""
+def _audit_one(source, options: AuditOptions, cache: ResultCache | None, converter):
+    """(source, bytes, findings, problem, conversion): a file that cannot be used (read as `hipport convert` reads
+    it, files.load_source) or lexed comes back with a problem, a one-line message naming it. The findings are the
+    audit's and the conversion's (``converter``, in memory) as one set; ``conversion`` is None when the findings
+    came from the cache."""
     path = str(source.path)
     try:
         src, _ = load_source(source)
     except InputError as exc:
-        return source, b"", [], str(exc)
+        return source, b"", [], str(exc), None
     key = os.fsencode(path) + b"\0" + src + b"\0" + dependency_key(src, path, options.include_dirs)
     findings = cache.get(key) if cache is not None else None
+    conversion = None
     if findings is None:
+        conversion = converter(src, path)
         try:
-            findings = audit_source(src, path, options)
+            findings = audit_source(src, path, options, conversion)
         except LexError as exc:
-            return source, src, [], f"{show(path)}: {exc}"
+            return source, src, [], f"{show(path)}: {exc}", None
         if cache is not None:
             cache.put(key, findings)
-    return source, src, findings, None
+    return source, src, findings, None, conversion
 
 
 _worker_args: tuple | None = None
@@ -167,12 +171,12 @@ def _audit_in_worker(source):
     return _audit_one(source, *_worker_args)
 
 
-def audit_files(sources, options: AuditOptions, jobs: int, cache: ResultCache | None):
+def audit_files(sources, options: AuditOptions, jobs: int, cache: ResultCache | None, converter):
     """Audit every source, in input order whatever ``jobs`` is, so output is identical with one worker or many."""
     if jobs > 1 and len(sources) >= PARALLEL_MIN_FILES:
         context = multiprocessing.get_context("fork")
         chunk = max(1, min(16, len(sources) // (jobs * 8)))
-        pool = ProcessPoolExecutor(jobs, mp_context=context, initializer=_init_worker, initargs=((options, cache),))
+        pool = ProcessPoolExecutor(jobs, mp_context=context, initializer=_init_worker, initargs=((options, cache, converter),))
         # Workers start with SIGINT blocked until they ignore it: a Ctrl-C now reaches this process only.
         signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
         try:
@@ -188,7 +192,7 @@ def audit_files(sources, options: AuditOptions, jobs: int, cache: ResultCache | 
         return
     for source in sources:
         raise_if_interrupted()
-        yield _audit_one(source, options, cache)
+        yield _audit_one(source, options, cache, converter)
 
 
 @click.command("audit")
@@ -281,8 +285,9 @@ def audit(paths, exclude, follow_symlinks, archs, rocm, select, ignore, include_
       json      versioned data (schema "hipport-audit/1", see docs/report-schema.md)
       sarif     SARIF 2.1.0 for GitHub code scanning and other SARIF viewers
       markdown  a short summary for a pull-request comment
-    The html, json, sarif and markdown reports also run the conversion in memory (nothing is written) to count
-    what converts automatically, and include what the conversion leaves for a person (e.g. unsupported-api).
+    Each file is also converted in memory (nothing is written): what the conversion leaves for a person
+    (device-launch, unsupported-api, ...) is a finding in every output, exit status, baseline, --select and
+    suppression; what it rewrites by itself is counted as converted, not as a finding.
     With --verify the text, html, json and markdown reports also say which converted translation units
     compile with hipcc (json: `verify` and each file's `compiles`).
     \b
@@ -309,7 +314,7 @@ def audit(paths, exclude, follow_symlinks, archs, rocm, select, ignore, include_
       130  interrupted by SIGINT (Ctrl-C)
     """
     try:
-        hazards = load_hazards()
+        hazards = load_all_rules()  # the audit's hazards and the conversion's findings: one set of rule ids
         config = load_config(config_path if config_path is not None else find_config_for(list(paths)))
     except (HazardError, ConfigError) as exc:
         fail(str(exc))
@@ -373,7 +378,7 @@ def audit(paths, exclude, follow_symlinks, archs, rocm, select, ignore, include_
         _make_dir(report_dir, "--output-dir" if output_dir is not None else "-o")
     rich_reports = [fmt for fmt, _ in plan if fmt != "text"]
     text_dest = next((dest for fmt, dest in plan if fmt == "text"), "none")
-    converter = _converter(rocm_version, config) if rich_reports or verify else None
+    converter = _converter(rocm_version, config)
     converted = []  # (source, in-memory conversion) of each audited file, for --verify
     file_reports = []
     err = click.get_text_stream("stderr")
@@ -383,16 +388,19 @@ def audit(paths, exclude, follow_symlinks, archs, rocm, select, ignore, include_
         out = io.StringIO()
     else:
         out = _open_output(text_dest)
+    convert_ids = frozenset(r for r, h in hazards.items() if h.family == "convert")
     counts: Counter = Counter()
     current: Counter = Counter()
     failed = 0
     hidden = 0
     threshold = SEVERITY_RANK[fail_on]
     failing = 0
-    cache = None if no_cache else ResultCache("audit", f"{rules_fingerprint()}\0{options!r}", cache_dir)
+    extra_rules = [p for d in converter.dirs for p in sorted(Path(d).rglob("*.toml"))]
+    cache = None if no_cache else ResultCache(
+        "audit", f"{rules_fingerprint(extra_rules)}\0{options!r}\0{converter.key}", cache_dir)
     # Closed however the loop ends: an interrupt stops the worker pool now, not when the traceback is dropped.
-    with contextlib.closing(audit_files(sources, options, jobs or default_jobs(), cache)) as audited:
-        for source, src, findings, problem in audited:
+    with contextlib.closing(audit_files(sources, options, jobs or default_jobs(), cache, converter)) as audited:
+        for source, src, findings, problem, conversion in audited:
             path = show(source.path)  # for messages: a name that is not UTF-8 as \xNN
             if verbose:
                 err.write(f"auditing {path}\n")
@@ -430,13 +438,14 @@ def audit(paths, exclude, follow_symlinks, archs, rocm, select, ignore, include_
                 out.write("    " + line_text.decode("utf-8", "replace").rstrip("\r").strip() + "\n")
                 for hunk_line in suggestion_hunk(src, f):
                     out.write("    " + hunk_line + "\n")
-            if converter is not None:
-                conversion = converter(src, str(source.path))
+            if rich_reports or verify:
+                if conversion is None:  # the findings came from the cache
+                    conversion = converter(src, str(source.path))
                 if verify:
                     converted.append((source, conversion))
                 if rich_reports:
-                    file_reports.append(file_report(source.path, src, shown, conversion,
-                                                    convert_findings=not selected))
+                    file_reports.append(file_report(source.path, src, shown, conversion, convert_findings=False,
+                                                    convert_ids=convert_ids))
     raise_if_interrupted()
     verified = None
     if toolchain is not None:
@@ -562,8 +571,9 @@ def _converter(rocm_version: tuple[int, ...], config):
     from hipport.model import FileResult
     from hipport.rules import RuleError, load_rules
 
+    dirs = [*hipify_perl_dirs(None, False, config), *config.paths("rules")]
     try:
-        rules = load_rules([*hipify_perl_dirs(None, False, config), *config.paths("rules")])
+        rules = load_rules(dirs)
     except RuleError as exc:
         fail(str(exc))
     target = (tuple(rocm_version) + (0, 0))[:2]
@@ -576,4 +586,7 @@ def _converter(rocm_version: tuple[int, ...], config):
         except LexError as exc:
             return FileResult(path, src, None, error=f"{path}: {exc}")
 
+    # Cached findings include the conversion's: they depend on its options and extra rules too.
+    run.key = f"{convert_options!r}\0{[str(d) for d in dirs]!r}"
+    run.dirs = dirs
     return run

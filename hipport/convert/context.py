@@ -67,7 +67,7 @@ class ConversionContext:
         """An edit that counts as one converted reference in the summary."""
         self.edits.append(Edit(start, end, new))
         self.result.conversions.append(
-            Conversion(cuda, new.decode("utf-8", "replace"), category, self.lines.line_col(start)[0])
+            Conversion(cuda, new.decode("utf-8", "replace"), category, self.lines.line_col(start)[0], start, end)
         )
 
     def edits_only(self, start: int, end: int, new: bytes) -> None:

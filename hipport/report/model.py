@@ -33,71 +33,6 @@ ROCM_ATOMICS = "https://rocm.docs.amd.com/en/latest/reference/gpu-atomics-operat
 # hipport has no public home page yet; SARIF's tool.informationUri points at the porting guide it follows.
 INFORMATION_URI = HIP_GUIDE
 
-# Findings of the conversion engine (not hazard rules): what renaming left for a person to do.
-CONVERT_RULES = {
-    "unsupported-api": ("warning", "A CUDA API with no HIP equivalent is left as it is",
-                        "hipport found a CUDA name that no HIP library provides (or that the chosen `--roc` "
-                        "libraries lack). The name is left untouched, so the converted file will not build until "
-                        "the call is rewritten by hand against a HIP or ROCm library, or replaced by own code."),
-    "removed-api": ("warning", "A CUDA API removed from CUDA itself, with no HIP equivalent",
-                    "The name was removed in a CUDA release and HIP never offered it. Rewrite the call with its "
-                    "documented replacement in CUDA, then convert again."),
-    "unsupported-header": ("warning", "A CUDA header with no HIP counterpart is left as it is",
-                           "The include is kept as written. Replace what the file uses from it by hand (the "
-                           "message says what HIP offers instead, where something does)."),
-    "needs-newer-rocm": ("warning", "The HIP name exists only in a newer ROCm than the one targeted",
-                         "The reference was renamed, but the HIP API appeared in a later ROCm release than "
-                         "`--rocm-version`. Build with that release or newer, or rewrite the call."),
-    "warp-sync-mask": ("warning", "A warp *_sync built-in whose mask needs a look on HIP",
-                       "HIP's `*_sync` warp built-ins take a 64-bit `unsigned long long` mask. A mask that is not "
-                       "all lanes, or whose type hipport cannot see, must be checked or rewritten by hand. Before "
-                       "ROCm 6.2 only the mask-free forms exist: hipport writes them and names each mask it dropped "
-                       "that was not all lanes."),
-    "warp-sync-opt-in": ("info", "The *_sync warp built-ins need an opt-in macro on this ROCm release",
-                         "On the ROCm releases where the *_sync warp built-ins are opt-in, compile with "
-                         "`-DHIP_ENABLE_WARP_SYNC_BUILTINS`."),
-    "call-shape-unknown": ("warning", "A call whose HIP or ROC form takes other arguments, written in a shape "
-                           "hipport does not know",
-                           "The function was renamed, but its HIP or ROC counterpart takes other arguments and this "
-                           "call has another argument count than the rewrite rule knows (rules/calls.toml). Write "
-                           "the arguments by hand against the HIP or ROC declaration."),
-    "call-rewrite-note": ("warning", "An argument rewrite that compiles but needs a look",
-                          "The call's arguments were rewritten the way hipify-clang does, but something is left to "
-                          "a person: a dropped argument that was not null, a buffer the ROC library needs from an "
-                          "earlier step, a buffer size that must be declared `size_t` (see the message)."),
-    "call-not-rewritten": ("warning", "A call renamed whose HIP or ROC form needs arguments hipport cannot supply",
-                           "The function was renamed, but its HIP or ROC counterpart takes outputs or values the CUDA "
-                           "call does not have and hipport cannot make up (rules/calls.toml, `ops = []`): the call "
-                           "does not compile until they are added by hand, as the message says."),
-    "legacy-api": ("warning", "A legacy library call left as it is",
-                   "The file includes a library's legacy header only (`cublas.h` without `cublas_v2.h`), so this name "
-                   "is the legacy function, which the HIP and ROC libraries do not have. It is not renamed; port the "
-                   "call to the current API (the message says how) and convert again."),
-    "roc-name-kept": ("info", "A CUDA type left as it is under --roc where the ROC type would break device code",
-                      "hipify writes the ROC library's type (`rocblas_half`) for this name under --roc; in a file "
-                      "with device code that type has no arithmetic, so the name stays and only the pointers passed "
-                      "to the ROC library need a cast."),
-    "shim-added": ("info", "A stand-in definition written for a name the targeted ROCm lacks",
-                   "The file calls a name that HIP declares only from a later ROCm release (`__syncwarp`, "
-                   "`hipsparseGetErrorString`). hipport wrote a definition into the file (rules/shims.toml), under a "
-                   "guard that is false where HIP has the name, so the file builds with the targeted release and, "
-                   "unchanged, with newer ones."),
-    "dropped-word": ("info", "A word HIP-Clang rejects was dropped",
-                     "nvcc accepts the word and HIP-Clang does not (`__grid_constant__`); removing it changes nothing "
-                     "the program does (rules/dropped.toml)."),
-    "device-launch": ("error", "A kernel launched from device code (dynamic parallelism)",
-                      "HIP has no dynamic parallelism: HIP-Clang rejects a launch inside a `__global__` or "
-                      "`__device__` function. Launch the child kernel from the host after the parent finishes, or "
-                      "fold its work into the parent (a loop over the child's grid, or a cooperative launch)."),
-    "texture-object-integer": ("warning", "A texture or surface object used as an integer",
-                               "CUDA's texture and surface objects are `unsigned long long`; HIP's are pointers. "
-                               "Arithmetic on one, a cast to a narrower integer or a `static_cast` to an integer does "
-                               "not compile. Keep the handle in a variable, array or parameter of the HIP type."),
-    "cuda-version-macro": ("warning", "A CUDA version macro in a preprocessor condition",
-                           "Conditions on `CUDART_VERSION`, `__CUDA_ARCH__` values and the like do not mean the "
-                           "same under HIP. Decide by hand which branch a HIP build needs (see the message)."),
-}
-
 _FAMILY_URI = {"atomics": ROCM_ATOMICS}
 
 
@@ -262,12 +197,12 @@ def percent(value: float) -> str:
     return f"{int(p)}%" if p < 100 else "100%"
 
 
-def rule_table(hazards: dict) -> dict[str, RuleInfo]:
-    rules = {h.id: RuleInfo(h.id, h.severity, h.summary, h.note, "audit", _FAMILY_URI.get(h.family, HIP_LANGUAGE))
-             for h in hazards.values()}
-    for rid, (severity, summary, note) in CONVERT_RULES.items():
-        rules[rid] = RuleInfo(rid, severity, summary, note, "convert", HIP_GUIDE)
-    return rules
+def rule_table(rules: dict) -> dict[str, RuleInfo]:
+    """Report records of every rule in ``rules`` (audit.hazards.load_all_rules: the hazards and the conversion's
+    findings, family "convert")."""
+    return {h.id: RuleInfo(h.id, h.severity, h.summary, h.note, "convert", HIP_GUIDE) if h.family == "convert"
+            else RuleInfo(h.id, h.severity, h.summary, h.note, "audit", _FAMILY_URI.get(h.family, HIP_LANGUAGE))
+            for h in rules.values()}
 
 
 def unknown_rule(rule_id: str, severity: str) -> RuleInfo:
@@ -332,8 +267,9 @@ def _edit_records(src: bytes, lines: Lines, edits: tuple[Edit, ...]) -> list[dic
 
 
 def file_report(path: Path, src: bytes, findings: list[Finding], conversion: FileResult | None,
-                convert_findings: bool = True) -> FileReport:
-    """One file's record. ``findings`` are the audit's (after baseline and suppressions); ``conversion`` is the
+                convert_findings: bool = True, convert_ids: frozenset = frozenset()) -> FileReport:
+    """One file's record. ``findings`` are the audit's (after baseline and suppressions); those whose rule is in
+    ``convert_ids`` came from the conversion (the command line merges both into one set). ``conversion`` is the
     in-memory result of the convert engine on the same bytes, whose own findings join the list when
     ``convert_findings``."""
     from hipport.diffs import unified_diff
@@ -347,7 +283,8 @@ def file_report(path: Path, src: bytes, findings: list[Finding], conversion: Fil
         return raw.decode("utf-8", "replace").rstrip("\r").strip()
 
     for f in findings:
-        report.findings.append(FindingReport(f.rule_id, f.severity, f.line, f.col, f.message, f.confidence, "audit",
+        report.findings.append(FindingReport(f.rule_id, f.severity, f.line, f.col, f.message, f.confidence,
+                                             "convert" if f.rule_id in convert_ids else "audit",
                                              line_text(f.line), suggestion_hunk(src, f),
                                              _edit_records(src, lines, f.edits)))
     if conversion is not None:
