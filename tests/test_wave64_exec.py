@@ -47,7 +47,8 @@ PROGRAMS = {
     "width_32": ({"warp-loop-32"}, _SUM),
     "lane_ids": ({"lane-math-32"}, _SUM),
     "last_lane": ({"lane-math-32"}, _SUM),
-    "qualifiers": ({"lane-math-32"}, _SUM),  # issue 21, defect 3: the patched file compiles with g++
+    "qualifiers": ({"lane-math-32"}, _SUM),
+    "macro_constant": ({"lane-math-32"}, _SUM),  # issue 21, defect 3: the patched file compiles with g++
     "ballot": ({"ballot-32bit"}, f"{sum(v > 3 for v in VALUES)} {sum(int(v) % 2 == 1 for v in VALUES)}"),
 }
 
