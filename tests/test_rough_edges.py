@@ -60,8 +60,9 @@ def test_1_a_real_engine_bug_still_costs_one_file(tmp_path, monkeypatch):
 
 BAD_NAME = os.fsdecode(b"bad\xff.cu")
 BAD_SOURCE = b"#include <cuda_runtime.h>\nint main(){cudaFree(0);}\n"
-# One finding on every target, so every report format names the file.
-HAZARD = b"#include <cuda_runtime.h>\n__global__ void k(unsigned *m) { *m = __ballot_sync(0xffffffff, 1); }\n"
+# One finding on every target, so every report format names the file (not a `*_sync` call with an all-lanes
+# mask: convert rewrites that itself, so it is converted work, not a finding).
+HAZARD = b"#include <cuda_runtime.h>\n__global__ void k(int *o) { o[threadIdx.x & 31] = 1; }\n"
 
 
 def test_2_a_file_name_that_is_not_utf8_diffs_with_its_own_bytes(tmp_path, monkeypatch):
@@ -218,3 +219,13 @@ def test_4_a_folder_reached_through_a_symlink_is_named_not_skipped_in_silence(tm
     assert "again" not in result.output
     result = CliRunner().invoke(main, ["convert", "t", "--follow-symlinks", "--check", "--no-hipify-perl"])
     assert result.exit_code == 1, result.output  # followed: o/x.cu is converted
+
+
+def test_6_a_launch_left_in_cuda_syntax_is_said(tmp_path):
+    (tmp_path / "w.cu").write_bytes(b"#include <cuda_runtime.h>\n__global__ void k() {}\nvoid f() { k<<<1>>>(); }\n")
+    result = CliRunner().invoke(main, ["convert", str(tmp_path / "w.cu"), "--check", "-v", "--launch-syntax", "hip",
+                                       "--no-hipify-perl"])
+    assert result.exit_code == 1, result.output
+    assert "w.cu:3:13: warning launch-not-rewritten: `<<<...>>>` kept" in result.output
+    result = CliRunner().invoke(main, ["rules", "show", "launch-not-rewritten"])
+    assert result.exit_code == 0 and "CUDA syntax" in result.output, result.output

@@ -5,11 +5,12 @@ renames inside the configuration and the arguments (a `cudaStream_t`, say) still
 
 from __future__ import annotations
 
+import bisect
 import re
 from typing import TYPE_CHECKING
 
 from hipport.convert.calls import matching_close, next_code, prev_code, split_args
-from hipport.scan import IDENT, PUNCT
+from hipport.scan import COMMENT, IDENT, PUNCT
 
 if TYPE_CHECKING:
     from hipport.convert.context import ConversionContext
@@ -31,7 +32,19 @@ def _kernel_start(tokens, lt: int) -> tuple[int, bool] | None:
         depth = 0
         while i >= 0:
             t = tokens.text(i) if tokens.kinds[i] == PUNCT else b""
-            depth += {b">": 1, b">>": 2, b"<": -1, b"<<": -2}.get(t, 0)
+            if t in (b")", b"]") and depth > 0:  # `(3>>1)` inside the arguments: skip the group whole
+                opener = b"(" if t == b")" else b"["
+                nest = 0
+                while i >= 0:
+                    u = tokens.text(i) if tokens.kinds[i] == PUNCT else b""
+                    nest += 1 if u == t else -1 if u == opener else 0
+                    if nest == 0:
+                        break
+                    i -= 1
+                i -= 1
+                continue
+            # `<<` inside template arguments is a shift (`t<1 << 2>`): C++ never lexes it as two openings.
+            depth += {b">": 1, b">>": 2, b"<": -1}.get(t, 0)
             if depth <= 0:
                 break
             i -= 1
@@ -93,7 +106,37 @@ def rewrite_launches(conv: "ConversionContext") -> None:
             i += 1
             continue
         found = _launch(conv, i)
+        if not found:
+            # A launch left in CUDA syntax is said, never left silently: it builds with hipcc, but not as asked.
+            conv.finding("launch-not-rewritten", "warning", tokens.starts[i],
+                         "`<<<...>>>` kept: hipport cannot tell this launch's kernel or configuration apart; write "
+                         "it as `hipLaunchKernelGGL(kernel, dim3(grid), dim3(block), shared, stream, args...)` "
+                         "by hand", "<<<>>>")
         i = found if found else i + 2
+
+
+def _gap(conv: "ConversionContext", a: int, b: int, text: bytes) -> None:
+    """Replace the punctuation between offsets ``a`` and ``b`` with ``text``, keeping any comment there byte for
+    byte (and the line break a `//` comment needs): after the last `, ` of ``text``, so it stays beside the
+    argument it was written for."""
+    tokens = conv.tokens
+    kept = []
+    j = _first_token_at(tokens, a)
+    while j < len(tokens) and tokens.starts[j] < b:
+        if tokens.kinds[j] == COMMENT:
+            nxt = tokens.starts[j + 1] if j + 1 < len(tokens) else len(conv.src)
+            kept.append(conv.src[tokens.starts[j]:min(nxt, b)])
+        j += 1
+    if not kept:
+        conv.edits_only(a, b, text)
+        return
+    cut = text.rfind(b", ")
+    head, rest = (text[:cut + 2], text[cut + 2:]) if cut >= 0 else (text, b"")
+    conv.edits_only(a, b, head + b"".join(kept) + rest)
+
+
+def _first_token_at(tokens, offset: int) -> int:
+    return bisect.bisect_left(tokens.starts, offset)
 
 
 def _launch(conv: "ConversionContext", lt: int) -> int | None:
@@ -140,18 +183,18 @@ def _launch(conv: "ConversionContext", lt: int) -> int | None:
     name = "<<<>>>"
     head = b"hipLaunchKernelGGL(" + (b"HIP_KERNEL_NAME(" if templated else b"")
     conv.convert(src_start[k0], src_start[k0], head, name, "launch")
-    conv.edits_only(tokens.starts[lt], config[0].start, (b")" if templated else b"") + dim0)
-    conv.edits_only(config[0].end, config[1].start, mid)
+    _gap(conv, tokens.starts[lt], config[0].start, (b")" if templated else b"") + dim0)
+    _gap(conv, config[0].end, config[1].start, mid)
     tail_missing = {2: b", 0, 0", 3: b", 0", 4: b""}[len(config)]
     if len(config) >= 3:
-        conv.edits_only(config[1].end, config[2].start, close1 + b", ")
+        _gap(conv, config[1].end, config[2].start, close1 + b", ")
         if len(config) == 4:
-            conv.edits_only(config[2].end, config[3].start, b", ")
+            _gap(conv, config[2].end, config[3].start, b", ")
         last_close = b""
     else:
         last_close = close1
     end = tokens.starts[paren] + 1
     if not has_args and not conv.src[end:tokens.starts[close]].strip():
         end = tokens.starts[close]  # `k<<<g, b>>>( )`: no space left before the `)`, as hipify writes it
-    conv.edits_only(config[-1].end, end, last_close + tail_missing + (b", " if has_args else b""))
+    _gap(conv, config[-1].end, end, last_close + tail_missing + (b", " if has_args else b""))
     return gt + 2
