@@ -45,8 +45,10 @@ def report(tmp_path_factory):
     hostile.mkdir()
     (hostile / HOSTILE_NAME).write_bytes(HOSTILE)
     out = base / "out"
-    r = subprocess.run([sys.executable, "-m", "hipport", "audit", "examples/cuda", str(hostile),
-                        "--report", "html", "--report", "json", "-o", str(out)],
+    # ROCm 7.0: the examples' errors there (a 32-bit mask macro) are hand work; on the installed HIP 5.2 the
+    # `*_sync` calls that would be errors are rewritten by convert itself, so the error filter would be empty.
+    r = subprocess.run([sys.executable, "-m", "hipport", "audit", "examples/cuda", str(hostile), "--rocm-version",
+                        "7.0", "--report", "html", "--report", "json", "-o", str(out)],
                        capture_output=True, text=True, cwd=ROOT)
     assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr  # 1: findings (a crash would be 1 too)
     data = json.loads((out / "hipport-report.json").read_text())
