@@ -159,7 +159,7 @@ def _rewrites(path, data) -> dict:
         if not isinstance(e, dict):
             raise RuleError(f"{where} must be a table")
         unknown = set(e) - {"names", "mode", "args", "ops", "rocm_min", "rocm_before", "note", "source", "differs",
-                            "incomplete"}
+                            "incomplete", "unchanged"}
         if unknown:
             raise RuleError(f"{where} has unknown key `{sorted(unknown)[0]}`")
         names = e.get("names")
@@ -175,8 +175,12 @@ def _rewrites(path, data) -> dict:
         # An empty list is a call hipport cannot rewrite: it must then say why, at each use (`note`).
         if not isinstance(e.get("incomplete", False), bool) or e.get("incomplete") and not e.get("note"):
             raise RuleError(f"{where}: `incomplete = true` needs a `note` saying what the call still lacks")
-        if not isinstance(ops, list) or not ops and not e.get("note"):
-            raise RuleError(f"{where} needs `ops`, a list of argument changes (empty only with a `note`)")
+        # `unchanged = true`: this shape is already HIP's (known, so not `call-shape-unknown`); nothing to change.
+        if not isinstance(e.get("unchanged", False), bool) or e.get("unchanged") and (ops or e.get("note")):
+            raise RuleError(f"{where}: `unchanged = true` takes `ops = []` and no `note`")
+        if not isinstance(ops, list) or not ops and not e.get("note") and not e.get("unchanged"):
+            raise RuleError(f"{where} needs `ops`, a list of argument changes (empty only with a `note`, or "
+                            "`unchanged = true`)")
         parsed = []
         for op in ops:
             kinds = [k for k in _OP_KINDS if isinstance(op, dict) and k in op]

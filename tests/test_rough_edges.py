@@ -229,3 +229,12 @@ def test_6_a_launch_left_in_cuda_syntax_is_said(tmp_path):
     assert "w.cu:3:13: warning launch-not-rewritten: `<<<...>>>` kept" in result.output
     result = CliRunner().invoke(main, ["rules", "show", "launch-not-rewritten"])
     assert result.exit_code == 0 and "CUDA syntax" in result.output, result.output
+
+
+def test_7_cuda_malloc_host_with_flags_is_not_a_call_of_unknown_shape(tmp_path):
+    (tmp_path / "w.cu").write_bytes(b"#include <cuda_runtime.h>\nvoid f(size_t n) { float *p; "
+                                    b"cudaMallocHost(&p, n, cudaHostAllocWriteCombined); }\n")
+    result = CliRunner().invoke(main, ["convert", str(tmp_path / "w.cu"), "-v", "--no-hipify-perl"])
+    assert result.exit_code == 0, result.output
+    assert "call-shape-unknown" not in result.output and "by hand" not in result.output
+    assert b"hipHostMalloc(&p, n, hipHostMallocWriteCombined);" in (tmp_path / "w.cu").read_bytes()
