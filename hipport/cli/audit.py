@@ -381,9 +381,9 @@ def audit(paths, exclude, follow_symlinks, archs, rocm, select, ignore, include_
     converter = _converter(rocm_version, config)
     converted = []  # (source, in-memory conversion) of each audited file, for --verify
     file_reports = []
-    err = click.get_text_stream("stderr")
+    err = sys.stderr  # not click.get_text_stream: deprecated, and Click 9 removes it
     if text_dest is None:
-        out = click.get_text_stream("stdout")
+        out = sys.stdout
     elif text_dest == "none":
         out = io.StringIO()
     else:
@@ -457,7 +457,8 @@ def audit(paths, exclude, follow_symlinks, archs, rocm, select, ignore, include_
     if write_baseline is not None:
         _write_baseline(write_baseline, current)
         if not quiet:
-            err.write(f"wrote {sum(current.values())} findings to {write_baseline}\n")
+            total = sum(current.values())
+            err.write(f"wrote {total} finding{'' if total == 1 else 's'} to {write_baseline}\n")
         sys.exit(EXIT_FILES_FAILED if failed else EXIT_OK)
     if text_dest not in (None, "none"):
         out.close()
