@@ -321,14 +321,12 @@ def _semantic_lines(sem: Semantic, name: str) -> list[str]:
         lines += [
             f"{name}  (warp built-in, rules/warp.toml)",
             "  convert:      depends on the targeted ROCm (--rocm-version):",
-            f"                before {opt_in}: `{plain}(...)`, the mask argument dropped; a mask that is not all "
-            f"lanes is reported (warp-sync-mask)",
-            f"                {opt_in} and later: `{name}(...)` kept; a 32-bit all-lanes mask (`0xffffffff`, `~0u`, "
+            f"                before {enabled}: `{plain}(...)`, the mask argument dropped; a mask that is not all "
+            f"lanes is reported (warp-sync-mask): before {opt_in} there is no *_sync form, and {opt_in}'s are "
+            f"undeclared without -DHIP_ENABLE_WARP_SYNC_BUILTINS",
+            f"                {enabled} and later: `{name}(...)` kept; a 32-bit all-lanes mask (`0xffffffff`, `~0u`, "
             f"...) becomes `{sem.full64_spelling}`, a 64-bit one stays, any other mask is reported (warp-sync-mask): "
             f"HIP takes 64-bit masks",
-            f"                {opt_in} (before {enabled}): an all-lanes mask gives `{plain}(...)` as before {opt_in} "
-            f"(6.2's *_sync are undeclared without -DHIP_ENABLE_WARP_SYNC_BUILTINS); a call kept for another mask "
-            f"needs that macro (reported once a file, warp-sync-opt-in)",
         ]
     if name in sem.symbol_args:
         lines += [f"{name}  (call rewrite, rules/calls.toml)",

@@ -292,12 +292,15 @@ def _warp_sync(conv: "ConversionContext", i: int, name: str) -> None:
     kind = _mask_kind(conv, mask)
     target = conv.options.rocm_version
     mask_free = sem.warp_sync[name]
-    # On 6.2 the *_sync forms are undeclared unless the build defines HIP_ENABLE_WARP_SYNC_BUILTINS; with an
-    # all-lanes mask the mask-free call is the same operation on AMD, and builds with or without the macro.
-    if target < sem.sync_opt_in or (target < sem.sync_enabled and kind in ("full32", "full64")):
+    # On 6.2 the *_sync forms are undeclared unless the build defines HIP_ENABLE_WARP_SYNC_BUILTINS (and then take
+    # only 64-bit masks): the output is written as for older releases, the mask-free built-ins the hand ports use,
+    # so that it builds as written.
+    if target < sem.sync_enabled:
+        missing = (f"has no HIP form before ROCm {_v(sem.sync_opt_in)}" if target < sem.sync_opt_in else
+                   f"is undeclared on ROCm {_v(target)} without HIP_ENABLE_WARP_SYNC_BUILTINS")
         if len(args) < 2:
             conv.finding("warp-sync-mask", "error", tokens.starts[i],
-                         f"`{name}` has no HIP form before ROCm {_v(sem.sync_opt_in)}; rewrite it by hand "
+                         f"`{name}` {missing}; rewrite it by hand "
                          f"(`{mask_free}` without a mask, or target a newer ROCm)", subject=name)
             return
         conv.convert(tokens.starts[i], tokens.ends[i], mask_free.encode(), name, "warp")
@@ -306,7 +309,7 @@ def _warp_sync(conv: "ConversionContext", i: int, name: str) -> None:
             # Left as it was, the call cannot build with this release; the mask-free form covers every active
             # lane, which is what a partial mask usually names on hardware whose lanes never run apart.
             conv.finding("warp-sync-mask", "warning", tokens.starts[i],
-                         f"`{name}` has no HIP form before ROCm {_v(sem.sync_opt_in)}: written as `{mask_free}`, "
+                         f"`{name}` {missing}: written as `{mask_free}`, "
                          f"its mask `{_arg_text(conv, mask).decode('latin-1')}` dropped; `{mask_free}` works on "
                          f"every active lane, so make sure the lanes outside the mask are inactive here or do not "
                          f"change the result (`hipport audit` says more)", subject=name)
@@ -317,10 +320,6 @@ def _warp_sync(conv: "ConversionContext", i: int, name: str) -> None:
         conv.finding("warp-sync-mask", "warning", mask.start,
                      f"`{name}` takes a 64-bit mask on HIP; make sure "
                      f"`{_arg_text(conv, mask).decode('latin-1')}` is a 64-bit `unsigned long long`", subject=name)
-    if target < sem.sync_enabled and "warp-sync-opt-in" not in conv.once:
-        conv.once.add("warp-sync-opt-in")
-        conv.finding("warp-sync-opt-in", "info", tokens.starts[i],
-                     f"`{name}` needs `-DHIP_ENABLE_WARP_SYNC_BUILTINS` on ROCm {_v(sem.sync_opt_in)}", subject=name)
 
 
 def _v(version: tuple) -> str:
