@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +23,9 @@ KEYS = {
     "verify-hip-include": str,
     "verify-clang": str,
 }
+
+# An AMD GPU target as clang names it, with optional features (`gfx90a:xnack+`).
+_ARCH = re.compile(r"gfx[0-9a-f]+(?::[a-z-]+[+-])*")
 
 
 class ConfigError(Exception):
@@ -110,4 +114,13 @@ def load_config(path: Path | None) -> Config:
             raise ConfigError(f"{path}: setting `{key}` must be a list of strings")
     if table.get("launch-syntax", "cuda") not in ("cuda", "hip"):
         raise ConfigError(f"{path}: `launch-syntax` must be \"cuda\" or \"hip\"")
+    # Checked here so that the message names this file, whichever command reads it.
+    if "rocm-version" in table and not re.fullmatch(r"\d+\.\d+(?:\.\d+)?", table["rocm-version"].strip()):
+        raise ConfigError(f"{path}: `rocm-version = \"{table['rocm-version']}\"` is not a ROCm release; write it "
+                          "like \"6.2\"")
+    archs = table.get("offload-arch", [])
+    for arch in (archs.split(",") if isinstance(archs, str) else archs):
+        if arch.strip() and not _ARCH.fullmatch(arch.strip()):
+            raise ConfigError(f"{path}: `offload-arch`: `{arch.strip()}` is not an AMD GPU target; write names like "
+                              "gfx90a, gfx942, gfx1100")
     return Config(path, dict(table))

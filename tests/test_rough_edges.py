@@ -238,3 +238,27 @@ def test_7_cuda_malloc_host_with_flags_is_not_a_call_of_unknown_shape(tmp_path):
     assert result.exit_code == 0, result.output
     assert "call-shape-unknown" not in result.output and "by hand" not in result.output
     assert b"hipHostMalloc(&p, n, hipHostMallocWriteCombined);" in (tmp_path / "w.cu").read_bytes()
+
+
+@pytest.mark.parametrize("setting, says", [
+    ('rocm-version = "abc"', '`rocm-version = "abc"` is not a ROCm release'),
+    ('offload-arch = "sm_80"', "`offload-arch`: `sm_80` is not an AMD GPU target"),
+    ('offload-arch = ["gfx90a", "sm_80"]', "`offload-arch`: `sm_80` is not an AMD GPU target"),
+])
+@pytest.mark.parametrize("command", ["convert", "audit"])
+def test_9_a_bad_setting_names_the_settings_file(tmp_path, monkeypatch, setting, says, command):
+    (tmp_path / ".hipport.toml").write_text(setting + "\n")
+    (tmp_path / "a.cu").write_bytes(BAD_SOURCE)
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(main, [command, "a.cu"])
+    assert result.exit_code == 2, result.output
+    assert result.output == f"hipport: error: {tmp_path / '.hipport.toml'}: {says}" + result.output.split(says)[1]
+    assert len(result.output.splitlines()) == 1
+
+
+def test_9_write_baseline_says_one_finding(tmp_path, monkeypatch):
+    (tmp_path / "h.cu").write_bytes(HAZARD)
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(main, ["audit", "h.cu", "--write-baseline", "base.json"])
+    assert result.exit_code == 0, result.output
+    assert "wrote 1 finding to base.json" in result.output

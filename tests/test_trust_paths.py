@@ -192,7 +192,7 @@ def project(tmp_path):
     (tmp_path / "ci").mkdir()
     r = hipport("audit", ".", "--write-baseline", "../ci/base.json", cwd=tmp_path / "src")  # written from src/
     assert r.returncode == 0, r.stderr
-    assert lines(r.stderr) == ["wrote 1 findings to ../ci/base.json"]
+    assert lines(r.stderr) == ["wrote 1 finding to ../ci/base.json"]
     return tmp_path
 
 
@@ -203,7 +203,7 @@ def test_write_baseline_paths_are_relative_to_the_settings_directory(tmp_path):
     (tmp_path / ".hipport.toml").write_text('fail-on = "warning"\n')
     r = hipport("audit", ".", "--write-baseline", "../base.json", cwd=tmp_path / "src")
     assert r.returncode == 0, r.stderr
-    assert lines(r.stderr) == ["wrote 1 findings to ../base.json"]
+    assert lines(r.stderr) == ["wrote 1 finding to ../base.json"]
     data = json.loads((tmp_path / "base.json").read_text())
     assert [e["path"] for e in data["findings"]] == ["src/k.cu"]
 
