@@ -66,11 +66,29 @@ def run_checks(src: bytes, path: str, options: AuditOptions, prepare=None) -> Co
         prepare(ctx)
     for check in CHECKS:
         check(ctx)
+    _drop_tile32_ids(ctx)
     waves = wave_conditional_lines(ctx)
     if waves:  # the 32-lane branch of code that chooses per wavefront size is meant for 32 lanes
         ctx.findings = [f for f in ctx.findings if f.rule_id not in _LANE_COUNT_RULES
                         or not any(a <= f.line <= b for a, b in waves)]
     return ctx
+
+
+def _drop_tile32_ids(ctx: Context) -> None:
+    """Lane and warp ids counted in 32s inside a device function that partitions its block into explicit 32-thread
+    tiles (`cg::tiled_partition<32>`, `thread_block_tile<32>`): there a "warp" of 32 is the tile it works on, which
+    HIP provides on 64-lane wavefronts too, so the ids match it."""
+    if b"tiled_partition" not in ctx.words and b"thread_block_tile" not in ctx.words:
+        return
+    spans = []
+    for fn in ctx.functions:
+        a, b = fn.body
+        if any(ctx.text[k] in (b"tiled_partition", b"thread_block_tile") and ctx.t(k + 1) == b"<"
+               and ctx.t(k + 2) == b"32" and ctx.t(k + 3) == b">" for k in range(a, b)):
+            spans.append((ctx.lines.line_col(ctx.starts[a])[0], ctx.lines.line_col(ctx.starts[b])[0]))
+    if spans:
+        ctx.findings = [f for f in ctx.findings if f.rule_id != "lane-math-32"
+                        or not any(a <= f.line <= b for a, b in spans)]
 
 
 def _drop_masks_compat_drops(ctx: Context, path: str, options: AuditOptions) -> None:
