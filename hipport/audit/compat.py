@@ -60,34 +60,46 @@ _SOURCES = (".cu", ".cuh", ".hip", ".cpp", ".cc", ".h", ".hpp", ".inl")
 _MAX_SIBLINGS = 400
 
 
-def _includers(path: str, known) -> set[bytes]:
-    """For a header: the compat names every file beside it that includes it has in effect at that include (the
-    headers it included before this one). A header such as `kernels.cuh`, compiled only inside `kernels.cu`
-    after `compat.cuh`, sees those macros although it names no compat header itself."""
-    here, base = os.path.dirname(os.path.abspath(path)), os.path.basename(path)
+@lru_cache(maxsize=64)
+def _include_index(here: str, mtime_ns: int) -> dict[str, tuple[tuple[str, ...], ...]]:
+    """For a folder: header name -> for each file beside it that includes it, the quoted includes before it. Read
+    once per folder (and again when the folder changes), not once per header."""
+    index: dict[str, list[tuple[str, ...]]] = {}
     try:
         siblings = sorted(os.listdir(here))[:_MAX_SIBLINGS]
     except OSError:
-        return set()
-    common: set[bytes] | None = None
+        return {}
     for name in siblings:
-        if not name.endswith(_SOURCES) or name == base:
+        if not name.endswith(_SOURCES):
             continue
         try:
             with open(os.path.join(here, name), "rb") as fh:
                 src = fh.read(2_000_000)
         except OSError:
             continue
-        if base.encode() not in src:
-            continue
-        before = []
+        before: list[str] = []
         for m in _INCLUDE.finditer(src):
             target = m.group(1).decode("utf-8", "replace")
-            if os.path.basename(target) == base:
-                names = _header_names([os.path.normpath(os.path.join(here, t)) for t in before], known)
-                common = names if common is None else common & names
-                break
+            index.setdefault(os.path.basename(target), []).append(tuple(before))
             before.append(target)
+    return {k: tuple(v) for k, v in index.items()}
+
+
+def _includers(path: str, known) -> set[bytes]:
+    """For a header: the compat names every file beside it that includes it has in effect at that include (the
+    headers it included before this one). A header such as `kernels.cuh`, compiled only inside `kernels.cu`
+    after `compat.cuh`, sees those macros although it names no compat header itself."""
+    here, base = os.path.dirname(os.path.abspath(path)), os.path.basename(path)
+    try:
+        mtime = os.stat(here).st_mtime_ns
+    except OSError:
+        return set()
+    common: set[bytes] | None = None
+    for before in _include_index(here, mtime).get(base, ()):
+        names = _header_names([os.path.normpath(os.path.join(here, t)) for t in before], known)
+        common = names if common is None else common & names
+        if not common:
+            break
     return common or set()
 
 
