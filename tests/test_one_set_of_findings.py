@@ -94,6 +94,16 @@ def test_what_convert_rewrites_is_converted_not_hand_work(tmp_path, rocm):
     assert totals["findings"] == 0 and totals["converted_by_category"]["warp"] == 1 and totals["readiness"] == 1
 
 
+def test_a_stand_in_convert_writes_is_no_error_but_a_partial_mask_stays(tmp_path):
+    (tmp_path / "s.cu").write_text(
+        "__global__ void k(int*x){ x[threadIdx.x]=1; __syncwarp(); x[0]=2; __syncwarp(0x0000ffff); }\n")
+    r = audit("s.cu", "--rocm-version", "5.2", "-q", cwd=tmp_path)
+    assert r.returncode == 1, r.stderr
+    assert [line.split(": ")[1] for line in r.stdout.splitlines()] == ["info shim-added",
+                                                                       "warning warp-builtin-unavailable"], r.stdout
+    assert "partial mask" in r.stdout and " error " not in r.stdout
+
+
 def test_what_convert_cannot_rewrite_stays_hand_work(tmp_path):
     # Look-alikes of the case above: no mask-free form to write (`__match_any_sync` before 7.0), and a mask in a
     # 32-bit variable, which convert does not rewrite.

@@ -145,13 +145,17 @@ def audit_source(src: bytes, path: str = "<stdin>", options: AuditOptions = Audi
 
 
 def _with_conversion(ctx: Context, findings: list[Finding], converted: FileResult) -> list[Finding]:
-    spans = [(c.category, ctx.lines.line_col(c.start), ctx.lines.line_col(max(c.end - 1, c.start)))
-             for c in converted.conversions if c.start >= 0]
+    spans = [(ctx.lines.line_col(c.start), ctx.lines.line_col(max(c.end - 1, c.start)))
+             for c in converted.conversions if c.category == "warp" and c.start >= 0]
+    shimmed = {c.cuda for c in converted.conversions if c.category == "shim"}
     rules = load_all_rules()
 
     def rewritten(f: Finding) -> bool:
         rule = rules.get(f.rule_id)
-        return rule is not None and bool(rule.fixed_by_convert) and any(
-            kind == rule.fixed_by_convert and a <= (f.line, f.col) <= b for kind, a, b in spans)
+        if rule is None:
+            return False
+        if "shim" in rule.fixed_by_convert and f.severity == "error" and f.subject in shimmed:
+            return True
+        return "warp" in rule.fixed_by_convert and any(a <= (f.line, f.col) <= b for a, b in spans)
 
     return [f for f in findings if not rewritten(f)] + list(converted.findings)

@@ -66,9 +66,11 @@ class Hazard:
     summary: str
     note: str
     when: tuple[SeverityWhen, ...] = ()
-    # The conversion category ("warp") whose rewrite of the bytes this finding points at settles it (a full 32-bit
-    # mask, a `*_sync` call the target lacks): there the finding is converted work, not hand work. "": never.
-    fixed_by_convert: str = ""
+    # The conversion categories that settle this finding by themselves, so that it is converted work, not hand
+    # work: "warp", a rewrite of the bytes it points at (a full 32-bit mask, a `*_sync` call the target lacks);
+    # "shim", a stand-in definition of the name it says is missing (its error; a warning about what a call means
+    # stays).
+    fixed_by_convert: tuple[str, ...] = ()
 
     def severity_for(self, rocm: tuple[int, ...], archs: tuple[str, ...]) -> str:
         """The last matching `when` entry wins; with none, the default severity."""
@@ -136,11 +138,11 @@ def _load_one(path: Path) -> Hazard:
                 raise HazardError(f"{where}: key `{key}` must be true or false")
         when.append(SeverityWhen(entry["severity"], versions.get("rocm_at_least"), versions.get("rocm_below"),
                                  entry.get("arch_wave32", False), entry.get("arch_wave64", False)))
-    fixed = data.get("fixed_by_convert", "")
-    if not isinstance(fixed, str):
-        raise HazardError(f"{name}: key `fixed_by_convert` must be a conversion category such as \"warp\"")
+    fixed = data.get("fixed_by_convert", [])
+    if not isinstance(fixed, list) or not set(fixed) <= {"warp", "shim"}:
+        raise HazardError(f"{name}: key `fixed_by_convert` must be a list of \"warp\" and \"shim\"")
     return Hazard(data["id"], data["family"], data["severity"], data["summary"].strip(),
-                  data["note"].strip(), tuple(when), fixed)
+                  data["note"].strip(), tuple(when), tuple(fixed))
 
 
 @lru_cache(maxsize=None)
