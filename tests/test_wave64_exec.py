@@ -125,10 +125,16 @@ def _build(cache: Path, units: dict[str, tuple[str, list[str]]]) -> dict[str, Pa
     return out
 
 
+def _cache_dir(request, tmp_path_factory) -> Path:
+    """pytest's cache keeps the built programs between runs; without it (`-p no:cacheprovider`) build afresh."""
+    store = getattr(request.config, "cache", None)
+    return Path(store.mkdir("wave64-exec")) if store else tmp_path_factory.mktemp("wave64-exec")
+
+
 @pytest.fixture(scope="module")
-def programs(request) -> dict[str, Path]:
+def programs(request, tmp_path_factory) -> dict[str, Path]:
     _need_hip_cpu()
-    cache = Path(request.config.cache.mkdir("wave64-exec"))
+    cache = _cache_dir(request, tmp_path_factory)
     paths = {name: FIXTURES / f"{name}.cu" for name in PROGRAMS}
     before = {n: _convert(p) for n, p in paths.items()}
     after = {n: _convert(p, "--apply-suggestions", "--suggestion-level", LEVEL.get(n, "high"))
@@ -175,7 +181,7 @@ def test_issue_21_halves_reduction_computes_256_after_apply_suggestions(programs
 @pytest.fixture(scope="module")
 def reduction(request, tmp_path_factory) -> dict[str, Path]:
     _need_hip_cpu()
-    cache = Path(request.config.cache.mkdir("wave64-exec"))
+    cache = _cache_dir(request, tmp_path_factory)
     units = {}
     for kind, extra in (("reduction-before", []), ("reduction-after", ["--apply-suggestions"])):
         out = tmp_path_factory.mktemp(kind)
