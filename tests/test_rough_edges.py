@@ -262,3 +262,70 @@ def test_9_write_baseline_says_one_finding(tmp_path, monkeypatch):
     result = CliRunner().invoke(main, ["audit", "h.cu", "--write-baseline", "base.json"])
     assert result.exit_code == 0, result.output
     assert "wrote 1 finding to base.json" in result.output
+
+
+def _import_graph() -> dict[str, set[str]]:
+    """Module -> the hipport modules it imports, wherever the import stands (lazy and TYPE_CHECKING ones too);
+    `from hipport.audit import helpers` is an edge to the submodule, not to the package."""
+    import ast
+
+    from test_layering import PACKAGE, _module_name
+
+    modules = {_module_name(p, PACKAGE): p for p in PACKAGE.rglob("*.py")}
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        edges = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                edges |= {a.name for a in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                for a in node.names:
+                    sub = f"{node.module}.{a.name}"
+                    edges.add(sub if sub in modules else node.module)
+        graph[name] = {t for t in edges if t in modules and t != name}
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Each strongly connected group of more than one module (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    out: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                group.append(w)
+                if w == v:
+                    break
+            if len(group) > 1:
+                out.append(sorted(group))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_10_no_import_circle_lazy_and_type_checking_imports_included():
+    graph = _import_graph()
+    assert graph["hipport.audit.helpers"] and graph["hipport.convert.usernames"]  # the reader sees imports
+    assert _cycles(graph) == []
+
+
+def test_10_the_circle_check_sees_a_circle():
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]

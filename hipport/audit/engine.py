@@ -117,7 +117,7 @@ def audit_source(src: bytes, path: str = "<stdin>", options: AuditOptions = Audi
     headers = []
 
     def prepare(ctx: Context) -> None:
-        headers.append(helpers.of_includes(ctx, path, options))
+        headers.append(helpers.of_includes(ctx, path, options, run_checks))
         ctx.header_aliases = headers[0][2]
 
     ctx = run_checks(src, path, options, prepare)

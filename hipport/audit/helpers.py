@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -521,14 +522,11 @@ def report_header_masks(ctx: Context, macros: dict[bytes, tuple[str, str]], help
 
 
 @lru_cache(maxsize=256)
-def header_summary(path: str, mtime_ns: int, size: int, options) \
+def header_summary(path: str, mtime_ns: int, size: int, options, run_checks: Callable) \
         -> tuple[dict[str, Helper], dict[bytes, tuple[str, str]], dict[bytes, str]]:
     """The helpers, 32-bit mask macros and float/half type aliases of one header, audited with the including
-    file's options (cached per version)."""
-    from hipport.audit.engine import (
-        run_checks,  # the engine runs this module; the import is deferred
-    )
-
+    file's options by ``run_checks`` (the engine's, handed down so this module need not import the engine that
+    imports it; cached per version)."""
     if size > _MAX_HEADER_BYTES:
         return {}, {}, {}
     try:
@@ -567,10 +565,10 @@ def dependency_key(src: bytes, path: str, include_dirs: tuple[str, ...] = ()) ->
     return "\n".join(parts).encode("utf-8", "surrogateescape")
 
 
-def of_includes(ctx: Context, path: str, options) \
+def of_includes(ctx: Context, path: str, options, run_checks: Callable) \
         -> tuple[dict[str, Helper], dict[bytes, tuple[str, str]], dict[bytes, str]]:
     """The helpers, mask macros and type aliases of the headers ``path`` includes with quotes (the first
-    definition wins)."""
+    definition wins), each audited by ``run_checks``."""
     helpers: dict[str, Helper] = {}
     macros: dict[bytes, tuple[str, str]] = {}
     aliases: dict[bytes, str] = {}
@@ -581,7 +579,7 @@ def of_includes(ctx: Context, path: str, options) \
             st = os.stat(header)
         except OSError:
             continue
-        found, masks, types = header_summary(header, st.st_mtime_ns, st.st_size, options)
+        found, masks, types = header_summary(header, st.st_mtime_ns, st.st_size, options, run_checks)
         for name, helper in found.items():
             helpers.setdefault(name, helper)
         for name, value in masks.items():
@@ -589,7 +587,3 @@ def of_includes(ctx: Context, path: str, options) \
         for name, value in types.items():
             aliases.setdefault(name, value)
     return helpers, macros, aliases
-
-
-def helpers_of_includes(ctx: Context, path: str, options) -> dict[str, Helper]:
-    return of_includes(ctx, path, options)[0]

@@ -41,13 +41,24 @@ from __future__ import annotations
 import bisect
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Protocol
 
 from hipport.scan import COMMENT, IDENT, KEYWORD, LITERAL, PUNCT, Tokens
 
 if TYPE_CHECKING:
-    from hipport.convert.context import ConversionContext
     from hipport.directives import Structure
+    from hipport.rules import RuleSet
+
+
+class FileView(Protocol):
+    """What the decision needs of one file (a `ConversionContext` is one): said here so that this module does
+    not import the context, which imports it."""
+    tokens: Tokens
+    src: bytes
+    rules: RuleSet
+    structure: Structure
+    candidates: Iterable[int]
 
 # CUDA's own namespaces besides those a rule renames (`cub`).
 CUDA_NAMESPACES = frozenset({"cub", "thrust", "cuda", "nvcuda", "wmma", "cooperative_groups", "cudf", "cutlass",
@@ -98,7 +109,7 @@ class _Decl:
 class UserNames:
     """Built once per file (lazily, by `ConversionContext.user_names`); `is_users(i)` answers for a candidate."""
 
-    def __init__(self, ctx: ConversionContext) -> None:
+    def __init__(self, ctx: FileView) -> None:
         self.tokens = ctx.tokens
         self.src = ctx.src
         self.rules = ctx.rules
