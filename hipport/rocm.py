@@ -164,15 +164,3 @@ def hip_device_functions(name: str) -> tuple[tuple[bytes, str], ...]:
     return tuple(found)
 
 
-@lru_cache(maxsize=8)
-def hip_vector_member_operator(op: str) -> str | None:
-    """The header where HIP_vector_type declares `HIP_vector_type& operator<op>(const HIP_vector_type& x)` as a
-    non-template member (HIP 5.2: +=, -=, *=, /=), or None."""
-    pattern = re.compile(rb"HIP_vector_type\s*&\s*operator\s*" + re.escape(op.encode()) +
-                         rb"\s*\(\s*const\s+HIP_vector_type\s*&")
-    for path, code in _hip_header_code():
-        for m in pattern.finditer(code):
-            before = max(code.rfind(b";", 0, m.start()), code.rfind(b"}", 0, m.start()), code.rfind(b"{", 0, m.start()))
-            if b"template" not in code[before + 1 : m.start()]:
-                return path
-    return None

@@ -77,6 +77,17 @@ class RuleSet:
     # rules/releases.toml: (first ROCm release, {CUDA header: HIP header}, {CUDA name: HIP name}), oldest first
     since: list[tuple[tuple, dict[str, str], dict[str, str]]] = field(default_factory=list)
 
+    # [vector_operators] of releases.toml: (first ROCm release, operators HIP_vector_type has), oldest first
+    vector_operators: list[tuple[tuple, frozenset]] = field(default_factory=list)
+
+    def vector_operators_of(self, target: tuple) -> frozenset:
+        """The operators on two vectors of one type that HIP_vector_type declares itself in ROCm ``target``."""
+        found = self.vector_operators[0][1] if self.vector_operators else frozenset()
+        for since, ops in self.vector_operators:
+            if tuple(target[:2]) >= since:
+                found = ops
+        return found
+
     def for_release(self, kind: str, cuda: str, target: tuple) -> str | None:
         """The HIP form of a CUDA header (``kind="headers"``) or name (``"names"``) that releases.toml gives
         ``target`` (a (major, minor) ROCm release), or None where the tables' form stands."""
@@ -234,6 +245,12 @@ def _load_overrides(path: Path, data: dict, rules: RuleSet) -> None:
 
 def _load_releases(path: Path, data: dict, rules: RuleSet) -> None:
     """`[[since]]` of rules/releases.toml: `rocm = "6.0"`, `why`, and `headers` / `names` tables of strings."""
+    for version, ops in data.get("vector_operators", {}).items():
+        if not re.fullmatch(r"\d+\.\d+", version) or not isinstance(ops, list) or not all(
+                isinstance(o, str) and re.fullmatch(r"[-+*/%&|^<>=]+", o) for o in ops):
+            raise RuleError(f"{path}: `vector_operators.\"{version}\"` needs an \"X.Y\" key and a list of operators")
+        rules.vector_operators.append((tuple(int(x) for x in version.split(".")), frozenset(ops)))
+    rules.vector_operators.sort(key=lambda e: e[0])
     entries = data.get("since")
     if not isinstance(entries, list):
         raise RuleError(f"{path}: expected `[[since]]` entries")

@@ -252,3 +252,25 @@ def test_texture_objects_used_as_integers_do_not_compile_with_hip(rules, tmp_pat
     r = syntax_check(f)
     lines = sorted({int(m) for m in re.findall(r"tex\.cu:(\d+):\d+: error", r.stderr)})
     assert lines == [4, 5, 11], r.stderr[-2000:]
+
+
+def test_vector_operators_clash_by_release(rules, tmp_path):
+    """Which of helper_math.h's operators clash with HIP_vector_type's is release data (rules/releases.toml), not
+    read from the installed HIP: for 6.2 the two-vector `*` and `/` are guarded, and that form builds against ROCm
+    6.2.2's headers while the unguarded one is ambiguous there; for 5.2 they stay, and build with Debian's HIP."""
+    src = (BREAKERS / "vector-ops-62.cu").read_bytes()
+    expected = (BREAKERS / "vector-ops-62.hip.cu").read_bytes()
+    result = convert_source(src, rules, ConvertOptions(rocm_version=(6, 2)), path="vector-ops-62.cu")
+    assert result.after == expected
+    assert [f.rule_id for f in result.findings] == ["redefines-hip"] * 2
+    assert convert_source(expected, rules, ConvertOptions(rocm_version=(6, 2))).after == expected
+    old = convert_source(src, rules, ConvertOptions(rocm_version=(5, 2))).after
+    assert b"#if !defined(__HIP_PLATFORM_AMD__)" not in old
+    assert syntax_check(BREAKERS / "vector-ops-62.hip.cu", target=(6, 2)).returncode == 0
+    unguarded = tmp_path / "vector-ops-62.cu"
+    unguarded.write_bytes(re.sub(rb"#if !defined\(__HIP_PLATFORM_AMD__\)\n", b"#if 1\n", expected))
+    r = syntax_check(unguarded, target=(6, 2))
+    assert r.returncode != 0 and "is ambiguous" in r.stderr
+    (tmp_path / "old.cu").write_bytes(old)
+    require_hipcc()
+    assert syntax_check(tmp_path / "old.cu").returncode == 0

@@ -2,7 +2,9 @@
 
 - the user's own device function that HIP already declares with the same parameters (a CUDA project's
   `__device__ float atomicMax(float*, float)`, which CUDA lacks and HIP has): "redefinition of 'atomicMax'". Found
-  against the installed HIP headers (`rocm.hip_device_functions`); without them nothing is found.
+  against the installed HIP headers (`rocm.hip_device_functions`); without them nothing is found. Operators on
+  HIP's vector types (helper_math.h's `float2 operator/(float2, float2)`) come from the targeted release's data
+  (`[vector_operators]` of rules/releases.toml), since which ones clash changed in 6.2.
 - two overloads that become one function once renamed (`check(cudaError_t)` and `check(CUresult)`, both
   `check(hipError_t)`): the first stays, the others are guarded.
 
@@ -65,7 +67,7 @@ def guard_redefinitions(ctx: ConversionContext) -> None:
     for d in defs:
         if d.device and not d.scope and (d.name in hip_names or d.name.startswith("operator")) \
                 and not _hip_guarded(ctx, d):
-            header = _declared_by_hip(d)
+            header = _declared_by_hip(ctx, d)
             if header is not None:
                 _guard(ctx, d, GUARD_AMD, "redefines-hip",
                        f"`{d.name}({', '.join(p.decode('latin-1') for p in d.params)})` is declared by HIP "
@@ -100,26 +102,39 @@ def _guard(ctx: ConversionContext, d: Definition, guard: bytes, rule: str, messa
     ctx.finding(rule, "warning", ctx.tokens.starts[d.index], message, subject=d.name)
 
 
-def _declared_by_hip(d: Definition) -> str | None:
+def _operators(ctx: ConversionContext) -> frozenset:
+    return frozenset(op.encode() for op in ctx.rules.vector_operators_of(ctx.options.rocm_version)) \
+        or COMPOUND_OPERATORS
+
+
+def _declared_by_hip(ctx: ConversionContext, d: Definition) -> str | None:
     if d.name.startswith("operator"):
-        return _vector_operator(d)
+        return _vector_operator(ctx, d)
     for params, header in rocm.hip_device_functions(d.name):
         if _normalise_text(params) == d.params:
             return header.rsplit("/include/", 1)[-1]
     return None
 
 
-def _vector_operator(d: Definition) -> str | None:
-    """`operator+=(float4&, float4)` (or `const float4&`) where HIP's vector type has the same operator as a
-    non-template member."""
-    if len(d.params) != 2:
+def _vector_operator(ctx: ConversionContext, d: Definition) -> str | None:
+    """`operator+=(float4&, float4)` (or `const float4&`), or `operator/(float2, float2)`, where the targeted
+    release's HIP_vector_type has the same operator as a non-template member or friend."""
+    op = d.name[len("operator"):]
+    if len(d.params) != 2 or op not in ctx.rules.vector_operators_of(ctx.options.rocm_version):
         return None
     target, value = (p.decode("latin-1") for p in d.params)
-    vector = target[:-1] if target.endswith("&") else ""
-    if vector not in VECTOR_TYPES or value not in (vector, f"const {vector}", f"const {vector}&"):
+    compound = op.endswith("=")
+    vector = (target[:-1] if target.endswith("&") else "") if compound else _value_type(target)
+    if vector not in VECTOR_TYPES or value not in (vector, f"const {vector}", f"const {vector}&") \
+            or not compound and target not in (vector, f"const {vector}", f"const {vector}&"):
         return None
-    header = rocm.hip_vector_member_operator(d.name[len("operator"):])
-    return f"{header.rsplit('/include/', 1)[-1]}, a member of HIP_vector_type" if header else None
+    return f"hip/amd_detail/amd_hip_vector_types.h of ROCm {'.'.join(map(str, ctx.options.rocm_version[:2]))}, " \
+        "an operator of HIP_vector_type"
+
+
+def _value_type(param: str) -> str:
+    """`const float2&` -> `float2`."""
+    return param.removeprefix("const ").removesuffix("&")
 
 
 def _renamed(ctx: ConversionContext, params: tuple) -> tuple:
@@ -204,7 +219,7 @@ def _definition(ctx: ConversionContext, i: int, scope: tuple) -> tuple[Definitio
     name_end = i
     if kinds[i] == KEYWORD:  # `operator+=`: the operator's token names it
         name_end = next_code(tokens, i + 1)
-        if name_end >= len(tokens) or tokens.text(name_end) not in COMPOUND_OPERATORS:
+        if name_end >= len(tokens) or tokens.text(name_end) not in _operators(ctx):
             return None
     found = call_args(tokens, name_end)
     if found is None:
