@@ -106,3 +106,19 @@ def test_converted_cmake_project_configures_and_builds(converted, tmp_path):
                        capture_output=True, text=True, env=env, timeout=900)
     assert r.returncode == 0, (r.stdout + r.stderr)[-4000:]
     assert (build / "rand_sparse").is_file() and (build / "vector_add").is_file()
+
+
+@pytest.fixture(scope="module")
+def converted_62(tmp_path_factory):
+    out = tmp_path_factory.mktemp("hip62")
+    r = subprocess.run([sys.executable, "-m", "hipport", "convert", str(CUDA_DIR), "--output-dir", str(out), "-q",
+                        "--rocm-version", "6.2", "--offload-arch", ARCH], capture_output=True, cwd=ROOT)
+    assert r.returncode == 0, r.stderr.decode()
+    return out
+
+
+@pytest.mark.parametrize("tu", TRANSLATION_UNITS, ids=[t.as_posix() for t in TRANSLATION_UNITS])
+def test_example_converted_for_6_2_compiles_with_rocm_6_2(converted_62, tu):
+    """Converted for ROCm 6.2, each example builds with ROCm 6.2.2's headers as written (no extra flags)."""
+    r = syntax_check(converted_62 / tu, target=(6, 2))
+    assert r.returncode == 0, r.stderr[-3000:]
