@@ -522,12 +522,14 @@ class _Umask:
 
 
 def write_atomic(path: Path, data: bytes, expect: os.stat_result | None = None, *,
-                 expect_data: bytes | None = None, within: Path | None = None, mode: int | None = None) -> None:
+                 expect_data: bytes | None = None, within: Path | None = None, mode: int | None = None,
+                 batch: AtomicBatch | None = None) -> None:
     """Write through a temporary file in the same directory and rename it over the target, so a crash or
     Ctrl-C leaves the old file or the new one, never a mix. With ``expect`` (and ``expect_data``), refuse to
     overwrite a file that changed on disk since it was read. With ``within``, refuse to write anywhere but
     inside that directory (symlinks in the way are not written through). The file gets ``mode`` when given (a
-    converted copy keeps its source's), else the mode of the file it replaces, else what the umask allows."""
+    converted copy keeps its source's), else the mode of the file it replaces, else what the umask allows. With
+    ``batch``, the temporary file is written but made durable and renamed only by ``batch.commit()``."""
     if within is not None:
         root = os.path.realpath(within)
         parent = os.path.realpath(path.parent)
@@ -558,18 +560,113 @@ def write_atomic(path: Path, data: bytes, expect: os.stat_result | None = None, 
             with os.fdopen(fd, "wb") as fh:
                 fh.write(data)
                 fh.flush()
-                os.fsync(fh.fileno())
+                if batch is None:
+                    os.fsync(fh.fileno())
             os.chmod(tmp, mode if mode is not None else stat.S_IMODE(st.st_mode) if st is not None
                      else new_file_mode())
             if st is not None:
                 if (st.st_uid, st.st_gid) != (os.geteuid(), os.getegid()):
                     with contextlib.suppress(OSError):
                         os.chown(tmp, st.st_uid, st.st_gid)
-            os.replace(tmp, path)
+            if batch is None:
+                os.replace(tmp, path)
+            else:
+                batch.pending.append((tmp, path, expect, expect_data))
         except BaseException:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(tmp)
             raise
+
+
+class AtomicBatch:
+    """Writes whose renames wait for one flush to disk: a file system syncs a batch of temporary files in about
+    the time one ``fsync`` takes (4 ms each on ext4 here, most of a run's wall time for a tree of small files).
+    The guarantee is write_atomic's: a temporary file is renamed over its target only once its data is on disk,
+    so a crash at any point leaves every file wholly old or wholly new (and stale temporary files, removed by
+    the next run)."""
+
+    def __init__(self) -> None:
+        self.pending: list[tuple[str, Path, os.stat_result | None, bytes | None]] = []
+
+    def commit(self) -> dict[Path, str]:
+        """Flush the temporary files, rename each over its target (checking again that the target did not change
+        since it was read) and flush their folders. Returns the one-line error of each target not written."""
+        pending, self.pending = self.pending, []
+        errors: dict[Path, str] = {}
+        if not pending:
+            return errors
+        with critical():
+            try:
+                _flush([tmp for tmp, *_ in pending])
+            except OSError as exc:
+                for tmp, path, *_ in pending:
+                    _unlink_quietly(tmp)
+                    errors[path] = f"{show(path)}: cannot write ({exc.strerror}); file left as it was"
+                return errors
+            folders = set()
+            for tmp, path, expect, expect_data in pending:
+                problem = _same_file_as_read(path, expect, expect_data) if expect is not None else None
+                if problem is None:
+                    try:
+                        os.replace(tmp, path)
+                        folders.add(path.parent)
+                        continue
+                    except OSError as exc:
+                        problem = f"{show(path)}: cannot write ({exc.strerror}); file left as it was"
+                _unlink_quietly(tmp)
+                errors[path] = problem
+            for folder in folders:  # the renames themselves, so a crash after the run cannot undo them
+                with contextlib.suppress(OSError):
+                    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+                    try:
+                        os.fsync(fd)
+                    finally:
+                        os.close(fd)
+        return errors
+
+    def discard(self) -> None:
+        pending, self.pending = self.pending, []
+        for tmp, *_ in pending:
+            _unlink_quietly(tmp)
+
+
+def _unlink_quietly(path: str) -> None:
+    with contextlib.suppress(OSError):
+        os.unlink(path)
+
+
+def _flush(paths: list[str]) -> None:
+    """Put the data of ``paths`` on disk: one ``syncfs`` per file system where Linux has it, else an ``fsync``
+    each."""
+    syncfs = _syncfs()
+    done: set[int] = set()
+    for path in paths:
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            dev = os.fstat(fd).st_dev
+            if syncfs is not None:
+                if dev in done:
+                    continue
+                if syncfs(fd) == 0:
+                    done.add(dev)
+                    continue
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def _syncfs():
+    if _Syncfs.fn is None:
+        _Syncfs.fn = False
+        if sys.platform.startswith("linux"):
+            with contextlib.suppress(OSError, AttributeError):
+                import ctypes
+                _Syncfs.fn = ctypes.CDLL(None, use_errno=True).syncfs
+    return _Syncfs.fn or None
+
+
+class _Syncfs:
+    fn = None
 
 
 def _pid_alive(pid: int) -> bool:

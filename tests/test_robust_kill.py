@@ -19,6 +19,7 @@ import pytest
 
 import hipport.files as files
 from hipport.convert import ConvertOptions
+import hipport.convert.runner as runner
 from hipport.convert.runner import Interrupted, convert_one, convert_tree
 from hipport.files import collect_sources, remove_stale_temps
 
@@ -183,22 +184,24 @@ def test_sigterm_during_a_write_finishes_that_write_then_stops(tmp_path, rules, 
         real_fsync(fd)
 
     monkeypatch.setattr(files.os, "fsync", fsync)
+    monkeypatch.setattr(runner, "BATCH_FILES", 1)  # files are written a batch at a time: here a file at a time
     with pytest.raises(Interrupted) as info:
         convert_tree(collect_sources([root]), rules, ConvertOptions(), write="inplace")
     assert info.value.signum == signal.SIGTERM and info.value.exit_code == 143
-    assert info.value.results == []  # raised as the write of a.cu completed, before its result was recorded
+    assert [r.path for r in info.value.results] == [str(root / "a.cu")]  # raised as the write of a.cu completed
     assert (root / "a.cu").read_bytes() == b"#include <hip/hip_runtime.h>\nvoid f() { hipFree(0); }\n"   # finished, not abandoned
     assert (root / "b.cu").read_bytes() == (root / "c.cu").read_bytes() == b"void f() { cudaFree(0); }\n"
     assert not list(root.glob("*.hipport-tmp"))
     assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL or callable(signal.getsignal(signal.SIGTERM))
 
 
-def test_sigint_between_files_stops_before_the_next(tmp_path, rules):
+def test_sigint_between_files_stops_before_the_next(tmp_path, rules, monkeypatch):
     root = tmp_path / "t"
     root.mkdir()
     for name in ("a.cu", "b.cu"):
         (root / name).write_bytes(b"void f() { cudaFree(0); }\n")
     old = signal.getsignal(signal.SIGINT)
+    monkeypatch.setattr(runner, "BATCH_FILES", 1)  # between batches of files: here between files
 
     def after_first(source, result):
         os.kill(os.getpid(), signal.SIGINT)

@@ -18,6 +18,7 @@ from hipport.convert.build import convert_build_text
 from hipport.convert.context import ConvertOptions
 from hipport.convert.engine import convert_source
 from hipport.files import (
+    AtomicBatch,
     InputError,
     Interrupted,
     Source,
@@ -92,7 +93,9 @@ def default_jobs() -> int:
 
 
 def _process(source: Source, rules: RuleSet, options: ConvertOptions, write: str,
-             output_dir: Path | None, force: bool = False, stop=None, cache=None, post=None) -> FileResult | None:
+             output_dir: Path | None, force: bool = False, stop=None, cache=None, post=None,
+             batch: _Batch | None = None) -> FileResult | None:
+    """Convert one source and write it; with ``batch``, the write is completed by ``batch.commit()``."""
     result, st = convert_one(source, rules, options, cache, post)
     if result.error is not None or write == "none":
         return result
@@ -108,19 +111,54 @@ def _process(source: Source, rules: RuleSet, options: ConvertOptions, write: str
             # Through a symlink (in the tree, or followed on request) the file it points to is rewritten; the
             # link stays a link.
             target = Path(os.path.realpath(source.path))
-            write_atomic(target, result.after, expect=st, expect_data=result.before)
+            write_atomic(target, result.after, expect=st, expect_data=result.before,
+                         batch=batch and batch.staged(target, result))
         elif write == "outdir":
             target = output_path(output_dir, source)
             if os.path.realpath(target) == os.path.realpath(source.path):
                 result.error = f"{show(target)}: the output would overwrite its own source; not written"
                 return result
-            write_atomic(target, result.after, within=output_dir, mode=stat.S_IMODE(st.st_mode))
+            write_atomic(target, result.after, within=output_dir, mode=stat.S_IMODE(st.st_mode),
+                         batch=batch and batch.staged(target, result))
     except InputError as exc:
         result.error = str(exc)
     except OSError as exc:
         result.error = f"{show(target)}: cannot write ({exc.strerror}); file left as it was"
     result.release_text()  # written: only the diff and stdout modes (write == "none") show the texts
     return result
+
+
+# Files written per flush to disk when a run converts one file after another.
+BATCH_FILES = 32
+
+
+class _Batch(AtomicBatch):
+    """An AtomicBatch that knows whose file each write is, so a rename that fails lands on its result."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.owners: dict[Path, FileResult] = {}
+
+    def staged(self, target: Path, result: FileResult) -> _Batch:
+        self.owners[target] = result
+        return self
+
+    def keep_only(self, recorded: list[FileResult]) -> None:
+        """Drop the writes of files whose result was never recorded (the run stopped inside them): they stay
+        as they were, as the results say."""
+        ids = {id(r) for r in recorded}
+        drop = [entry for entry in self.pending if id(self.owners.get(entry[1])) not in ids]
+        self.pending = [entry for entry in self.pending if id(self.owners.get(entry[1])) in ids]
+        for tmp, *_ in drop:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+
+    def commit(self) -> dict[Path, str]:
+        owners, self.owners = self.owners, {}
+        errors = super().commit()
+        for target, message in errors.items():
+            owners[target].error = message
+        return errors
 
 
 _worker_state: tuple | None = None
@@ -140,8 +178,13 @@ def _init_worker(state: tuple) -> None:
 
 def _work(batch: list[Source]) -> list[FileResult | None]:
     rules, options, write, output_dir, force, stop, cache, post = _worker_state
-    return [None if stop.is_set() else _process(source, rules, options, write, output_dir, force, stop, cache, post)
-            for source in batch]
+    written = _Batch()
+    try:
+        return [None if stop.is_set() else
+                _process(source, rules, options, write, output_dir, force, stop, cache, post, written)
+                for source in batch]
+    finally:
+        written.commit()
 
 
 def _raise_interrupted(signum: int) -> None:
@@ -203,12 +246,23 @@ def convert_tree(
                 _convert_parallel(sources, rules, options, write, output_dir, on_result, jobs, force, results, cache,
                                   post)
                 return results
-            for source in sources:
-                raise_if_interrupted()
-                result = _process(source, rules, options, write, output_dir, force, cache=cache, post=post)
-                results.append(result)
+            for first in range(0, len(sources), BATCH_FILES):
+                chunk = sources[first:first + BATCH_FILES]
+                written = _Batch()
+                try:
+                    for source in chunk:
+                        raise_if_interrupted()
+                        results.append(_process(source, rules, options, write, output_dir, force, cache=cache,
+                                                post=post, batch=written))
+                except BaseException:
+                    written.keep_only(results[first:])
+                    raise
+                finally:
+                    # Interrupted too: what was converted is written, so the results so far tell the truth.
+                    written.commit()
                 if on_result is not None:
-                    on_result(source, result)
+                    for source, result in zip(chunk, results[first:]):
+                        on_result(source, result)
         except Interrupted as exc:
             exc.results = results
             raise
