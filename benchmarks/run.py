@@ -88,6 +88,24 @@ def _supported(cmd: list[str], env: dict) -> list[str] | None:
     return out
 
 
+def one_line_file(path: Path, megabytes: int) -> int:
+    """A generated file of one line of ``megabytes`` MB (a constant table, as generators and minifiers write them):
+    the case where memory per token, not per line, decides. Returns its size in bytes."""
+    values = ", ".join(f"{i % 1000}.{i % 7}" for i in range(megabytes * 1024 * 1024 // 7))
+    path.write_bytes(b"#include <cuda_runtime.h>\n__constant__ float table[] = {" + values.encode()
+                     + b"}; void f() { cudaFree(0); }\n")
+    return path.stat().st_size
+
+
+def measure_one_line(hipport: list[str], env: dict, tmp: Path, megabytes: int) -> tuple[float, int, float]:
+    """(input MB, peak RSS MB, peak / input) of `convert --check` on a one-line file (issue 24: at most 10x)."""
+    path = tmp / "one-line.cu"
+    size = one_line_file(path, megabytes)
+    _, rss, _ = measure([*hipport, "convert", "--check", str(path), "-q", "--no-cache", "--no-hipify-perl"], env, tmp)
+    path.unlink()
+    return size / (1024 * 1024), rss, rss * 1024 * 1024 / size
+
+
 def count_lines(root: Path) -> tuple[int, int]:
     files = [p for p in root.rglob("*") if p.is_file()]
     return len(files), sum(p.read_bytes().count(b"\n") for p in files)
@@ -102,7 +120,13 @@ def main() -> None:
     parser.add_argument("--results", type=Path, default=ROOT / "benchmarks" / "RESULTS.md")
     parser.add_argument("--no-write", action="store_true", help="print only; leave RESULTS.md alone")
     parser.add_argument("--repeat", type=int, default=3, help="runs per measurement; the median wall time counts")
+    parser.add_argument("--one-line-mb", type=int, default=28,
+                        help="size of the generated one-line file whose peak memory / input size is reported "
+                             "(0: skip)")
+    parser.add_argument("--only-one-line", action="store_true", help="measure the one-line file only")
     args = parser.parse_args()
+    if args.only_one_line:
+        args.no_write = True
     scales = args.scale or [1]
     env = {**os.environ, "PYTHONPATH": str(args.code.resolve()), "HIPPORT_HIPIFY_PERL": "off"}
     hipport = [sys.executable, "-m", "hipport"]
@@ -112,6 +136,14 @@ def main() -> None:
         # Warm the rule cache once so every timed run pays what a user's second run pays.
         subprocess.run([*hipport, "convert", "--check", str(ROOT / "examples" / "cuda")], env=env,
                        capture_output=True, cwd=tmp)
+        memory_line = ""
+        if args.one_line_mb:
+            size_mb, rss, ratio = measure_one_line(hipport, env, tmp, args.one_line_mb)
+            memory_line = (f"one-line file of {size_mb:.1f} MB: `convert --check` peak RSS {rss} MB = {ratio:.1f}x the "
+                           "input (peak memory / input size)\n")
+            print(memory_line, end="")
+            if args.only_one_line:
+                return
         for scale in scales:
             corpus = tmp / f"corpus{scale}"
             build(corpus, scale)
@@ -147,7 +179,8 @@ def main() -> None:
     if not args.no_write:
         machine = f"{os.cpu_count()} cores, Python {platform.python_version()}, {platform.machine()}"
         command = "python benchmarks/run.py " + " ".join(sys.argv[1:])
-        block = f"\n## {args.label} ({time.strftime('%Y-%m-%d')}; {machine})\n\n`{command}`\n\n{table}"
+        block = (f"\n## {args.label} ({time.strftime('%Y-%m-%d')}; {machine})\n\n`{command}`\n\n{table}"
+                 + (f"\n{memory_line}" if memory_line else ""))
         with args.results.open("a", encoding="utf-8") as fh:
             fh.write(block)
         print(f"appended to {args.results}")

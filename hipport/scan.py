@@ -24,6 +24,7 @@ _ARGS = ["-x", "c++", "-std=c++17", "-nostdinc", "-nostdinc++"]
 _PREFIX = b"#if 0\n"
 _SUFFIX = b"\n#endif\n"
 _UINTS_PER_TOKEN = ctypes.sizeof(ci.Token) // 4
+_BLOCK_TOKENS = 1 << 16
 
 _index: ci.Index | None = None
 
@@ -101,21 +102,28 @@ def lex(src: bytes) -> Tokens:
     n = count.value
     if n == 0:
         return empty
+    kinds, starts, ends = array("I"), array("I"), array("I")
     try:
-        # Reading the token structs in one block avoids a ctypes call per token; int_data holds the kind,
-        # the raw source-location encoding and the length.
-        raw = array("I")
-        raw.frombytes(ctypes.string_at(memory, n * ctypes.sizeof(ci.Token)))
         first = ci.Token()
         first.int_data = memory[0].int_data
         first.ptr_data = memory[0].ptr_data
         first._tu = tu
-        base = raw[1] - first.location.offset + first_offset
+        base = memory[0].int_data[1] - first.location.offset + first_offset
+        # The token structs are read a block at a time (no ctypes call per token, and never a second copy of
+        # them all: a one-line file of 28 MB has millions); int_data holds the kind, the raw source-location
+        # encoding and the length.
+        size_of = ctypes.sizeof(ci.Token)
+        address = ctypes.addressof(memory.contents)
+        for at in range(0, n, _BLOCK_TOKENS):
+            raw = array("I")
+            raw.frombytes(ctypes.string_at(address + at * size_of, min(_BLOCK_TOKENS, n - at) * size_of))
+            kinds.extend(raw[0::_UINTS_PER_TOKEN])
+            block = array("I", map(int.__sub__, raw[1::_UINTS_PER_TOKEN], repeat(base)))
+            starts.extend(block)
+            ends.extend(array("I", map(int.__add__, block, raw[2::_UINTS_PER_TOKEN])))
     finally:
         ci.conf.lib.clang_disposeTokens(tu, memory, count)
-    kinds = raw[0::_UINTS_PER_TOKEN]
-    starts = array("I", map(int.__sub__, raw[1::_UINTS_PER_TOKEN], repeat(base)))
-    ends = array("I", map(int.__add__, starts, raw[2::_UINTS_PER_TOKEN]))
+    del tu  # libclang's copy of the file and its lexer state go now, not when the conversion is done
     size = len(src)
     # Tokens of the wrapper are outside the range asked for, except where the source leaves a comment or raw
     # string open: then that token runs into the suffix and is cut back to the end of the source.
