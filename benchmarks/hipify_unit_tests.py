@@ -74,7 +74,7 @@ def run_hipport(path: Path, roc: bool, launch: bool, rocm: str, code: Path) -> s
     cmd = [sys.executable, "-m", "hipport", "convert", "--stdout", "--no-cache", "--no-hipify-perl",
            "--rocm-version", rocm] + (["--roc"] if roc else []) + (["--launch-syntax", "hip"] if launch else [])
     env = {**os.environ, "PYTHONPATH": str(code)}
-    r = subprocess.run([*cmd, str(path)], capture_output=True, text=True, cwd=code, env=env)
+    r = subprocess.run([*cmd, str(path)], capture_output=True, text=True, errors="replace", cwd=code, env=env)
     return r.stdout if r.returncode in (0, 1) or r.stdout else ""
 
 
@@ -82,7 +82,8 @@ def run_perl(perl: Path, path: Path, roc: bool, launch: bool, tmp: Path) -> str:
     copy = tmp / path.name
     shutil.copyfile(path, copy)
     flags = ["-quiet-warnings"] + (["-roc"] if roc else []) + (["-hip-kernel-execution-syntax"] if launch else [])
-    r = subprocess.run(["perl", str(perl), *flags, str(copy)], capture_output=True, text=True, timeout=600)
+    r = subprocess.run(["perl", str(perl), *flags, str(copy)], capture_output=True, text=True, errors="replace",
+                       timeout=600)
     return r.stdout
 
 

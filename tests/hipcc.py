@@ -119,7 +119,8 @@ def tree_for(target: tuple) -> str:
     return "6.2" if tuple(target[:2]) >= (6, 2) else "5.2"
 
 
-def syntax_check(path: Path, *extra: str, tree: str = "5.2", target: tuple | None = None) -> subprocess.CompletedProcess:
+def syntax_check(path: Path, *extra: str, tree: str = "5.2",
+                 target: tuple | None = None) -> subprocess.CompletedProcess:
     """hipcc -fsyntax-only for gfx90a, with Debian's HIP 5.2 (``tree="5.2"``) or ROCm 6.2.2's headers
     (``tree="6.2"``); ``target`` (the ROCm release the code was converted for) picks the tree instead. A target of
     6.3 or later is checked against 6.2.2 with the `*_sync` built-ins on, as 6.3 has them unconditionally. A
