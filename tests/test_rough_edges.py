@@ -353,3 +353,10 @@ def test_8_lexing_a_one_line_file_holds_no_second_copy_of_its_tokens():
         tracemalloc.stop()
     assert result.after.endswith(b"void f() { hipFree(0); }\n")
     assert peak < 10 * len(src), f"{peak / len(src):.1f}x the input"
+
+
+def test_9_rules_show_suggests_each_name_once():
+    result = CliRunner().invoke(main, ["rules", "show", "cudaMaloc"])
+    assert result.exit_code == 1, result.output
+    suggested = result.output.split("did you mean ")[1].rstrip("?\n").split(", ")
+    assert "cudaMallocHost" in suggested and len(suggested) == len(set(suggested))

@@ -223,7 +223,8 @@ def show(ctx, name, rule_dirs, hipify_perl, no_hipify_perl, config_path):
 
 
 def _not_found(name: str, rules: RuleSet, sem: Semantic, hint: str | None) -> None:
-    choices = [*rules.names, *rules.headers, *rules.namespaces, *_semantic_names(sem)]
+    # One name can be in several tables (a rename and a call rewrite): suggested once.
+    choices = list(dict.fromkeys([*rules.names, *rules.headers, *rules.namespaces, *_semantic_names(sem)]))
     close = difflib.get_close_matches(name, choices, n=5, cutoff=0.75)
     lowered = [c for c in choices if c.lower() == name.lower() and c not in close]
     close = lowered + close
