@@ -360,3 +360,19 @@ def test_9_rules_show_suggests_each_name_once():
     assert result.exit_code == 1, result.output
     suggested = result.output.split("did you mean ")[1].rstrip("?\n").split(", ")
     assert "cudaMallocHost" in suggested and len(suggested) == len(set(suggested))
+
+
+def test_9_the_html_chart_has_room_for_the_longest_rule_id(tmp_path, monkeypatch):
+    import re
+
+    # `__match_any_sync` has no HIP form before ROCm 7.0: a `warp-builtin-unavailable` row, the longest id.
+    (tmp_path / "h.cu").write_bytes(b"#include <cuda_runtime.h>\n__global__ void k(unsigned *m, int v) "
+                                    b"{ *m = __match_any_sync(0xffffffffffffffffull, v); }\n")
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(main, ["audit", "h.cu", "--rocm-version", "5.2", "--report", "html", "-o", "r.html"])
+    assert result.exit_code in (0, 1), result.output
+    chart = (tmp_path / "r.html").read_text().split('aria-labelledby="chart-rules-title"')[1].split("</svg>")[0]
+    labels = re.findall(r'<text x="(\d+)" y="\d+" text-anchor="end" class="lbl">([^<]+)</text>', chart)
+    assert "warp-builtin-unavailable" in {rule for _, rule in labels}
+    for x, rule in labels:
+        assert int(x) >= 7 * len(rule), (x, rule)  # right-aligned at x: the text needs x pixels to its left

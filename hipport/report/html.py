@@ -131,7 +131,10 @@ def _rule_chart(report: AuditReport) -> str:
     rows = report.rule_severity_counts()
     if not rows:
         return '<p class="muted">No findings: nothing needs hand work.</p>'
-    label_w, bar_w, row_h = 150, 300, 24
+    # Wide enough for the longest rule id at the 12px label size (about 7.5px a character, dashes included), so
+    # that `warp-builtin-unavailable` is not clipped at the chart's left edge.
+    label_w = max(150, 16 + int(7.5 * max(len(rule) for rule, _ in rows)))
+    bar_w, row_h = 300, 24
     top = max(sum(c.values()) for _, c in rows)
     height = row_h * len(rows) + 8
     parts = [f'<svg class="chart" role="img" aria-labelledby="chart-rules-title" width="{label_w + bar_w + 50}" '
