@@ -148,7 +148,8 @@ class Reductions:
         return ", ".join(str(n) for n in sorted({ctx.lines.line_col(ctx.starts[k])[0] for k in tokens}))
 
 
-def _split_for(ctx: Context, i: int):
+def split_for(ctx: Context, i: int):
+    """The three clauses and the body of the `for` at token ``i``, as (start, end) token ranges; None if it is not one."""
     p = ctx.next_code(i)
     if ctx.t(p) != b"(" or ctx.match(p) < p:
         return None
@@ -176,7 +177,7 @@ def _split_for(ctx: Context, i: int):
 
 
 def _for_offsets(ctx: Context, i: int) -> int | None:
-    parts = _split_for(ctx, i)
+    parts = split_for(ctx, i)
     if parts is None:
         return None
     init, cond, incr, body = parts

@@ -6,7 +6,7 @@ from __future__ import annotations
 from hipport.audit.checks.common import SHUFFLES, WARP_OPS, is_lane_like, user_defined
 from hipport.audit.checks.context import COMMENT, IDENT, LITERAL, Context, int_value
 from hipport.audit.checks.lane_math import group_edits
-from hipport.audit.checks.reductions import Reductions, loop_offsets_32
+from hipport.audit.checks.reductions import Reductions, loop_offsets_32, split_for
 
 RULE = "warp-loop-32"
 _OFFSET_SHUFFLES = {b"__shfl_down_sync", b"__shfl_xor_sync", b"__shfl_up_sync", b"__shfl_down", b"__shfl_xor",
@@ -68,36 +68,6 @@ def _check_first_32_guard(ctx: Context) -> None:
                    confidence="medium", subject="< 32", severity="warning")
 
 
-def _split_for(ctx: Context, i: int):
-    p = ctx.next_code(i)
-    if ctx.t(p) != b"(" or ctx.match(p) < p:
-        return None
-    close = ctx.match(p)
-    semis = [k for k in range(p + 1, close) if ctx.text[k] == b";" and _depth_ok(ctx, p, k)]
-    if len(semis) != 2:
-        return None
-    body_start = ctx.next_code(close)
-    if ctx.t(body_start) == b"{":
-        body_end = ctx.match(body_start)
-    else:
-        body_end = body_start
-        while body_end < ctx.n and ctx.text[body_end] != b";":
-            if ctx.text[body_end] in (b"(", b"[", b"{") and ctx.match(body_end) > body_end:
-                body_end = ctx.match(body_end)
-            body_end += 1
-    return (p + 1, semis[0]), (semis[0] + 1, semis[1]), (semis[1] + 1, close), (body_start, body_end)
-
-
-def _depth_ok(ctx: Context, p: int, k: int) -> bool:
-    depth = 0
-    for m in range(p + 1, k):
-        if ctx.text[m] in (b"(", b"["):
-            depth += 1
-        elif ctx.text[m] in (b")", b"]"):
-            depth -= 1
-    return depth == 0
-
-
 def _kept_halves(ctx: Context, red: Reductions, k: int, what: str) -> bool:
     """Report the 32-lane offsets at ``k`` without a patch when the lane and warp ids that go with them count 32
     lanes too: together they reduce each half of a 64-lane wavefront on its own, which is right, and a patch of
@@ -132,7 +102,7 @@ def _wave_confidence(ctx: Context, red: Reductions, k: int) -> str:
 
 
 def _check_for(ctx: Context, i: int, red: Reductions) -> tuple[int, int] | None:
-    parts = _split_for(ctx, i)
+    parts = split_for(ctx, i)
     if parts is None:
         return None
     init, cond, incr, body = parts
