@@ -92,3 +92,12 @@ def test_a_project_names_what_its_amd_build_never_defines():
            b"#else\n  return __shfl_xor(v, 1);\n#endif\n}\n")
     assert [f.line for f in audit_source(src, "f.cu") if f.rule_id == "warp-mask-32bit"] == [3]
     assert not audit_source(src, "f.cu", AuditOptions(defines=("!CUDA_VERSION",)))
+
+
+def test_a_licence_box_of_block_comments_before_an_if_is_read_in_linear_time():
+    # miniFE's ThreadPool tests open with ~30 one-line `/* ... */` comments and no include guard; the guard
+    # pattern backtracked over every way of grouping them and one file held a worker for minutes.
+    box = b"/*" + b" " * 70 + b"*/\n"
+    src = box * 40 + b"#include <stdio.h>\n#if defined(__HIP_PLATFORM_AMD__)\nkept\n#else\ngone\n#endif\n"
+    out = view(src, KNOWN, path="/nonexistent/t.c")
+    assert b"kept" in out and b"gone" not in out

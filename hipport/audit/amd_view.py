@@ -208,7 +208,9 @@ def view(src: bytes, known: dict[str, int], undefined=AMD_UNDEFINED, path: str =
     return _walk(src, dict(known), set(undefined), path, 0)[0]
 
 
-_GUARD = re.compile(rb"\A(?:\s|//[^\n]*\n|/\*.*?\*/)*#[ \t]*(?:ifndef[ \t]+(\w+)|if[ \t]+!\s*defined\s*\(?\s*(\w+)\s*\)?)"
+# Possessive: a lazy comment body inside a repetition can span several comments, which backtracks
+# exponentially on a licence box of block comments that no guard follows.
+_GUARD = re.compile(rb"\A(?:\s|//[^\n]*\n|/\*.*?\*/)*+#[ \t]*(?:ifndef[ \t]+(\w+)|if[ \t]+!\s*defined\s*\(?\s*(\w+)\s*\)?)"
                     rb"[ \t]*\r?\n[ \t]*#[ \t]*define[ \t]+(\w+)", re.S)
 
 
