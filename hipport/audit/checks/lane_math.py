@@ -36,6 +36,8 @@ WARP_CONST_NAME = re.compile(rb"(?i)^(?:k_?|c_?|g_?)?(?:warp_?size|warp_?sz|warp
                              rb"lanes?_?per_?warp|threads?_?per_?warp|warp_?threads|cuda_?warp_?size|wsize|ws|"
                              rb"wave_?size|wavefront_?size|wave_?lanes)$")
 BLOCK_NAME = re.compile(rb"(?i)(block|threads|tpb|nthreads|num_?threads|cta)")
+# `block_offset / 32` is a position in the data, not a count of threads: no warp count
+NOT_A_COUNT = re.compile(rb"(?i)(offset|off$|idx|index|id$|pos|start|begin|base|ptr)")
 BLOCK_DIM = {b"blockDim", b"hipBlockDim_x", b"hipBlockDim_y", b"hipBlockDim_z"}
 _FLOAT_32 = re.compile(rb"^32(?:\.0*)?[fF]?$|^32\.0*$")
 # operator, literal value -> (kind, replacement operator+operand)
@@ -83,7 +85,8 @@ def check(ctx: Context) -> None:
         direct = bool(words & (THREAD_INDEX | LANE_FUNCS | thread_macros))
         via = bool(words & names)
         block = bool(words & BLOCK_DIM)
-        named_block = any(BLOCK_NAME.search(w) for w in words) and not (direct or via)
+        named_block = any(BLOCK_NAME.search(w) and not NOT_A_COUNT.search(w) for w in words) \
+            and not (direct or via)
         if not (direct or via or (kind == "warp" and (block or named_block))):
             continue
         if floating and not block:
