@@ -376,3 +376,27 @@ def test_9_the_html_chart_has_room_for_the_longest_rule_id(tmp_path, monkeypatch
     assert "warp-builtin-unavailable" in {rule for _, rule in labels}
     for x, rule in labels:
         assert int(x) >= 7 * len(rule), (x, rule)  # right-aligned at x: the text needs x pixels to its left
+
+
+@pytest.mark.parametrize("setting, says", [
+    ('rules = ["nodir"]', "{d}/nodir: rule folder not found (the `rules` setting of {d}/.hipport.toml)"),
+    ('hipify-perl = "nowhere"', "{d}/nowhere: hipify-perl not found (no such file) (the `hipify-perl` setting of "
+                                "{d}/.hipport.toml)"),
+])
+@pytest.mark.parametrize("command", ["convert", "audit"])
+def test_9_a_missing_rules_folder_stops_audit_as_it_stops_convert(tmp_path, monkeypatch, setting, says, command):
+    (tmp_path / ".hipport.toml").write_text(setting + "\n")
+    (tmp_path / "a.cu").write_bytes(BAD_SOURCE)
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(main, [command, "a.cu"])
+    assert result.exit_code == 2, result.output
+    assert result.output == f"hipport: error: {says.format(d=tmp_path)}\n"
+    assert (tmp_path / "a.cu").read_bytes() == BAD_SOURCE
+
+
+def test_9_convert_rules_option_names_a_missing_folder(tmp_path, monkeypatch):
+    (tmp_path / "a.cu").write_bytes(BAD_SOURCE)
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(main, ["convert", "a.cu", "--rules", "nodir", "--no-hipify-perl"])
+    assert result.exit_code == 2, result.output
+    assert result.output == "hipport: error: nodir: rule folder not found (--rules)\n"

@@ -25,6 +25,7 @@ from hipport.cli.options import (
     config_option,
     fail,
     jobs_option,
+    project_rule_dirs,
     toolchain_choice,
     toolchain_options,
 )
@@ -48,7 +49,6 @@ from hipport.convert.verify import (
 )
 from hipport.diffs import unified_diff
 from hipport.files import InputError, collect_sources, output_path, plan_output_dir, show
-from hipport.hipify_perl import hipify_perl_dirs
 from hipport.report.text import render_summary, render_verify
 from hipport.rocm import DEFAULT_ARCHS, VersionError, default_target, parse_rocm_version
 from hipport.rules import RuleError, load_rules
@@ -185,7 +185,7 @@ def convert(paths, output_dir, diff_mode, check, to_stdout, roc, rocm_version, l
     try:
         config = load_config(config_path if config_path is not None else find_config_for(list(paths)))
         rocm = _rocm_target(rocm_version or config.get("rocm-version"))
-        rules = load_rules([*hipify_perl_dirs(hipify_perl, no_hipify_perl, config), *config.paths("rules"), *rule_dirs])
+        rules = load_rules(project_rule_dirs(config, hipify_perl, no_hipify_perl, rule_dirs))
         sources = collect_sources(list(paths), exclude, follow_symlinks=follow_symlinks, report_skipped=True,
                                   project_exclude=tuple(config.get("exclude", [])), project_dir=config.base,
                                   build_files=not no_build_files)
