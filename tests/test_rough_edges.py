@@ -400,3 +400,38 @@ def test_9_convert_rules_option_names_a_missing_folder(tmp_path, monkeypatch):
     result = CliRunner().invoke(main, ["convert", "a.cu", "--rules", "nodir", "--no-hipify-perl"])
     assert result.exit_code == 2, result.output
     assert result.output == "hipport: error: nodir: rule folder not found (--rules)\n"
+
+
+def test_9_compiler_errors_of_a_file_name_with_a_newline_name_that_unit(tmp_path):
+    from hipport.convert.verify import load_causes, parse_errors
+
+    odd, plain = tmp_path / "a\nb.cu", tmp_path / "b.cu"
+    shown = {str(odd): "src/a\nb.cu", str(plain): "src/b.cu"}
+    out = f"{odd}:2:13: error: use of undeclared identifier 'x'\n1 error generated.\n"
+    errors = parse_errors(out, tmp_path, shown, tmp_path / "copy", load_causes(), {})
+    assert [(e.path, e.line, e.col, e.message) for e in errors] == [
+        ("src/a\nb.cu", 2, 13, "use of undeclared identifier 'x'")]
+
+
+def test_9_verify_compiles_and_names_a_unit_whose_name_holds_a_newline(tmp_path):
+    import subprocess
+    import sys
+
+    from hipcc import HIPCC
+
+    if HIPCC is None:
+        pytest.skip("needs hipcc")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "h.h").write_bytes(b"#pragma once\nint helper();\n")
+    (tmp_path / "a\nb.cu").write_bytes(b'#include <cuda_runtime.h>\n#include "sub/h.h"\n'
+                                       b"int main() { helper(); undefined_thing(); cudaFree(0); }\n")
+    (tmp_path / "b.cu").write_bytes(b'#include <cuda_runtime.h>\n#include "sub/h.h"\n'
+                                    b"int main() { helper(); cudaFree(0); }\n")
+    r = subprocess.run([sys.executable, "-m", "hipport", "convert", ".", "--check", "--verify", "-v",
+                        "--no-hipify-perl", "--offload-arch", "gfx90a"], cwd=tmp_path, capture_output=True)
+    err = r.stderr.decode()
+    assert r.returncode == 4, err
+    assert "1 of 2 do not compile" in err, err
+    assert ("  FAILED a\\nb.cu\n    a\\nb.cu:3:24: error: use of undeclared identifier 'undefined_thing'\n"
+            in err), err
+    assert "  ok b.cu\n" in err and "Traceback" not in err

@@ -49,6 +49,7 @@ from hipport.files import (
     check_outputs,
     collect_sources,
     load_source,
+    one_line,
     project_path,
     raise_if_interrupted,
     show,
@@ -505,8 +506,8 @@ def _print_verify(result, stream, *, quiet: bool, verbose: bool) -> None:
     if quiet:
         for unit in result.failed:
             first = unit.errors[0] if unit.errors else None
-            stream.write(f"does not compile: {unit.shown}"
-                         + (f": {first.location()}: {first.message}" if first else "") + "\n")
+            stream.write(one_line(f"does not compile: {unit.shown}"
+                                  + (f": {first.location()}: {first.message}" if first else "")) + "\n")
         return
     console = Console(file=stream, highlight=False, soft_wrap=True)
     render_verify(console, result, verbose=verbose, copy=True)

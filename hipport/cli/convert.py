@@ -48,7 +48,7 @@ from hipport.convert.verify import (
     verify_tree,
 )
 from hipport.diffs import unified_diff
-from hipport.files import InputError, collect_sources, output_path, plan_output_dir, show
+from hipport.files import InputError, collect_sources, one_line, output_path, plan_output_dir, show
 from hipport.report.text import render_summary, render_verify
 from hipport.rocm import DEFAULT_ARCHS, VersionError, default_target, parse_rocm_version
 from hipport.rules import RuleError, load_rules
@@ -286,8 +286,8 @@ def convert(paths, output_dir, diff_mode, check, to_stdout, roc, rocm_version, l
             click.echo(f"error: {e}", err=True)
         for unit in summary.verify.failed if summary.verify else ():
             first = unit.errors[0] if unit.errors else None
-            click.echo(f"does not compile: {unit.shown}" + (f": {first.location()}: {first.message}" if first else ""),
-                       err=True)
+            click.echo(one_line(f"does not compile: {unit.shown}" +
+                                (f": {first.location()}: {first.message}" if first else "")), err=True)
     elif to_stdout and summary.verify is not None and not verbose:
         render_verify(err, summary.verify, verbose=False, copy=True)
     if summary.files_failed:
