@@ -435,3 +435,15 @@ def test_9_verify_compiles_and_names_a_unit_whose_name_holds_a_newline(tmp_path)
     assert ("  FAILED a\\nb.cu\n    a\\nb.cu:3:24: error: use of undeclared identifier 'undefined_thing'\n"
             in err), err
     assert "  ok b.cu\n" in err and "Traceback" not in err
+
+
+def test_9_no_deprecated_click_get_text_stream():
+    """Click 9 removes `click.get_text_stream`; `sys.stdout`/`sys.stderr` are what it returned."""
+    import pathlib
+
+    import hipport
+
+    root = pathlib.Path(hipport.__file__).parent
+    users = [str(p.relative_to(root)) for p in root.rglob("*.py")
+             if "get_text_stream(" in p.read_text(encoding="utf-8")]
+    assert users == []
