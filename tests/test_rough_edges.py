@@ -447,3 +447,17 @@ def test_9_no_deprecated_click_get_text_stream():
     users = [str(p.relative_to(root)) for p in root.rglob("*.py")
              if "get_text_stream(" in p.read_text(encoding="utf-8")]
     assert users == []
+
+
+def test_9_check_quiet_names_each_file_that_would_change(tmp_path, monkeypatch):
+    (tmp_path / "a.cu").write_bytes(BAD_SOURCE)
+    (tmp_path / "b.cu").write_bytes(b"int plain;\n")
+    (tmp_path / "c.cu").write_bytes(BAD_SOURCE)
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(main, ["convert", ".", "--check", "-q", "--no-hipify-perl", "--no-cache"])
+    assert result.exit_code == 1, result.output
+    assert result.stdout == "a.cu\nc.cu\n"
+    assert result.stderr == ""
+    assert (tmp_path / "a.cu").read_bytes() == BAD_SOURCE
+    result = CliRunner().invoke(main, ["convert", "b.cu", "--check", "-q", "--no-hipify-perl"])
+    assert result.exit_code == 0 and result.output == "", result.output

@@ -149,7 +149,9 @@ def _interruptible(command):
               help="Look at every file. By default a file found to need no change is remembered by its content "
                    "(and hipport's version, rules and options), so a full-tree run skips it next time.")
 @cache_dir_option
-@click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors.")
+@click.option("-q", "--quiet", is_flag=True,
+              help="Print nothing but errors; with --check, also each file that would change (its path, one a "
+                   "line, on stdout).")
 @click.option("-v", "--verbose", is_flag=True, help="List every changed file, every finding and every name.")
 @_interruptible
 def convert(paths, output_dir, diff_mode, check, to_stdout, roc, rocm_version, launch_syntax, config_path, exclude,
@@ -282,6 +284,10 @@ def convert(paths, output_dir, diff_mode, check, to_stdout, roc, rocm_version, l
         for e in summary.errors:
             err.print(f"error: {e}", markup=False)
     if quiet:  # -q prints nothing but errors: each failed file, one line
+        if check:  # and what --check is for: which files, one path a line on stdout, for a script to read
+            for result in results:
+                if result.error is None and result.changed:
+                    click.echo(one_line(show(result.path)))
         for e in summary.errors:
             click.echo(f"error: {e}", err=True)
         for unit in summary.verify.failed if summary.verify else ():
