@@ -41,6 +41,7 @@ class Tokens:
     kinds: array
     starts: array
     ends: array
+    brackets: array | None = None  # per token, the index of the bracket closing it (-1): see calls.matching_close
 
     def __len__(self) -> int:
         return len(self.kinds)

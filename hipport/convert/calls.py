@@ -8,6 +8,7 @@ closes it before anything that cannot sit inside one (`;`, `{`, `}`, `&&`, `||` 
 
 from __future__ import annotations
 
+from array import array
 from dataclasses import dataclass
 
 from hipport.scan import COMMENT, IDENT, PUNCT, Tokens
@@ -74,19 +75,31 @@ def template_close(tokens: Tokens, lt: int, limit: int | None = None) -> int | N
 
 
 def matching_close(tokens: Tokens, open_index: int) -> int | None:
-    """Index of the bracket closing the one at ``open_index``."""
-    depth = 0
-    for i in range(open_index, len(tokens)):
-        if tokens.kinds[i] != PUNCT:
-            continue
-        t = tokens.text(i)
-        if t in _OPEN:
-            depth += 1
-        elif t in _CLOSE:
-            depth -= 1
-            if depth == 0:
-                return i
-    return None
+    """Index of the bracket closing the one at ``open_index``. Brackets of any kind nest alike, as a count of
+    depth would have them; the table of every pair is made once per token stream, since a pass asks for many."""
+    table = tokens.brackets
+    if table is None:
+        table = tokens.brackets = _bracket_table(tokens)
+    j = table[open_index] if 0 <= open_index < len(table) else -1
+    return j if j >= 0 else None
+
+
+_OPEN_BYTES = frozenset(b"([{")
+_CLOSE_BYTES = frozenset(b")]}")
+
+
+def _bracket_table(tokens: Tokens) -> array:
+    src, kinds, starts = tokens.src, tokens.kinds, tokens.starts
+    table = array("i", [-1]) * len(kinds)
+    stack: list[int] = []
+    for i, kind in enumerate(kinds):
+        if kind == PUNCT:
+            c = src[starts[i]]
+            if c in _OPEN_BYTES:
+                stack.append(i)
+            elif c in _CLOSE_BYTES and stack:
+                table[stack.pop()] = i
+    return table
 
 
 def split_args(tokens: Tokens, open_index: int, close_index: int) -> list[Arg]:

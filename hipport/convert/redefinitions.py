@@ -17,6 +17,7 @@ that already names a HIP platform macro is the user's choice and is left alone, 
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -50,10 +51,21 @@ class Definition:
     scope: tuple              # enclosing namespaces
     start: int                # offset of the line the declaration starts on
     end: int                  # offset of the line break after the body's `}`
-    params: tuple             # each parameter's type as written (normalised), names and defaults dropped
     device: bool              # declared __device__ / __global__
     block: tuple              # the enclosing conditionals: (`#if` directive, branch directive) indices
     guardable: bool           # the declaration starts its line and the body ends its line
+    tokens: Tokens
+    args: list                # the parameters (calls.Arg)
+    _params: tuple | None = None
+
+    @property
+    def params(self) -> tuple:
+        """Each parameter's type as written (normalised), names and defaults dropped; made when first asked for,
+        since most definitions of a file are neither HIP's names nor overloads."""
+        if self._params is None:
+            self._params = tuple(p for p in (_normalise(self.tokens, a.first, a.last) for a in self.args)
+                                 if p and p != b"void")
+        return self._params
 
 
 def guard_redefinitions(ctx: ConversionContext) -> None:
@@ -75,9 +87,10 @@ def guard_redefinitions(ctx: ConversionContext) -> None:
                        "`#if !defined(__HIP_PLATFORM_AMD__)` (check that HIP's does what yours did)")
                 guarded.add(d.index)
     kept: dict[tuple, list[Definition]] = {}
+    named = Counter((d.scope, d.name) for d in defs)
     for d in defs:
-        if d.index in guarded or _hip_guarded(ctx, d):
-            continue
+        if named[(d.scope, d.name)] < 2 or d.index in guarded or _hip_guarded(ctx, d):
+            continue  # a name defined once merges with nothing
         same = kept.setdefault((d.scope, d.name, _renamed(ctx, d.params)), [])
         other = next((o for o in same if not _exclusive(o.block, d.block)), None)
         if other is None or other.params == d.params:  # the first, or a repeat the user compiles already
@@ -240,13 +253,12 @@ def _definition(ctx: ConversionContext, i: int, scope: tuple) -> tuple[Definitio
             break
         first = j
     qualifiers = {tokens.text(q) for q in range(first, i) if kinds[q] == IDENT}
-    params = tuple(p for p in (_normalise(tokens, a.first, a.last) for a in args) if p and p != b"void")
     start, starts_line = _line_start(ctx, tokens.starts[first])
     end, ends_line = _after_line(ctx, tokens.ends[body_close])
     block = _block_at(ctx, tokens.starts[first])
     name = b"".join(tokens.text(k) for k in range(i, name_end + 1) if kinds[k] != COMMENT)
-    return Definition(name.decode("latin-1"), i, scope, start, end, params,
-                      bool(qualifiers & _DEVICE), block, starts_line and ends_line), body_close
+    return Definition(name.decode("latin-1"), i, scope, start, end, bool(qualifiers & _DEVICE), block,
+                      starts_line and ends_line, tokens, args), body_close
 
 
 def _line_start(ctx: ConversionContext, offset: int) -> tuple[int, bool]:

@@ -7,7 +7,6 @@ from rich.markup import escape
 
 from hipport.convert.summary import Summary
 from hipport.convert.verify import CompileError, VerifyResult
-from hipport.files import one_line
 
 _LIST_LIMIT = 20
 
@@ -69,11 +68,10 @@ def render_verify(console: Console, result: VerifyResult, *, verbose: bool, copy
     if copy and failed:
         console.print("  (line numbers are those of the converted text)", highlight=False)
     for unit in failed:
-        console.print(f"  [red]FAILED[/red] {escape(one_line(unit.shown))}", highlight=False, soft_wrap=True)
+        console.print(f"  [red]FAILED[/red] {escape(unit.shown)}", highlight=False, soft_wrap=True)
         told = set()  # a cause is explained once per unit
         for e in unit.errors:
-            console.print(f"    {one_line(e.location())}: error: {one_line(e.message)}", highlight=False,
-                          soft_wrap=True, markup=False)
+            console.print(f"    {e.location()}: error: {e.message}", highlight=False, soft_wrap=True, markup=False)
             if e.cause is not None and e.cause.id not in told:
                 told.add(e.cause.id)
                 console.print(f"      cause: {explained(e)}", highlight=False, soft_wrap=True, markup=False)
@@ -82,7 +80,7 @@ def render_verify(console: Console, result: VerifyResult, *, verbose: bool, copy
     if verbose:
         for unit in result.units:
             if unit.ok:
-                console.print(f"  ok {escape(one_line(unit.shown))}", highlight=False, soft_wrap=True)
+                console.print(f"  ok {escape(unit.shown)}", highlight=False, soft_wrap=True)
 
 
 def explained(error: CompileError) -> str:
