@@ -86,7 +86,15 @@ def detect_installed() -> tuple[int, int] | None:
 def default_target() -> tuple[int, int]:
     """The release both commands target when neither the command line nor the settings name one: the installed
     HIP, else the newest release hipport knows. One answer, so convert never drops a mask the audit asks to widen."""
-    return detect_installed() or NEWEST_ROCM
+    return default_target_and_why()[0]
+
+
+def default_target_and_why() -> tuple[tuple[int, int], str]:
+    """`default_target` and where it came from, as the convert summary says it."""
+    installed = detect_installed()
+    if installed:
+        return installed, "the installed HIP"
+    return NEWEST_ROCM, "no HIP installed: the newest release hipport knows"
 
 
 @lru_cache(maxsize=256)

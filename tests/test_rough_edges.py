@@ -376,3 +376,110 @@ def test_9_the_html_chart_has_room_for_the_longest_rule_id(tmp_path, monkeypatch
     assert "warp-builtin-unavailable" in {rule for _, rule in labels}
     for x, rule in labels:
         assert int(x) >= 7 * len(rule), (x, rule)  # right-aligned at x: the text needs x pixels to its left
+
+
+@pytest.mark.parametrize("setting, says", [
+    ('rules = ["nodir"]', "{d}/nodir: rule folder not found (the `rules` setting of {d}/.hipport.toml)"),
+    ('hipify-perl = "nowhere"', "{d}/nowhere: hipify-perl not found (no such file) (the `hipify-perl` setting of "
+                                "{d}/.hipport.toml)"),
+])
+@pytest.mark.parametrize("command", ["convert", "audit"])
+def test_9_a_missing_rules_folder_stops_audit_as_it_stops_convert(tmp_path, monkeypatch, setting, says, command):
+    (tmp_path / ".hipport.toml").write_text(setting + "\n")
+    (tmp_path / "a.cu").write_bytes(BAD_SOURCE)
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(main, [command, "a.cu"])
+    assert result.exit_code == 2, result.output
+    assert result.output == f"hipport: error: {says.format(d=tmp_path)}\n"
+    assert (tmp_path / "a.cu").read_bytes() == BAD_SOURCE
+
+
+def test_9_convert_rules_option_names_a_missing_folder(tmp_path, monkeypatch):
+    (tmp_path / "a.cu").write_bytes(BAD_SOURCE)
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(main, ["convert", "a.cu", "--rules", "nodir", "--no-hipify-perl"])
+    assert result.exit_code == 2, result.output
+    assert result.output == "hipport: error: nodir: rule folder not found (--rules)\n"
+
+
+def test_9_compiler_errors_of_a_file_name_with_a_newline_name_that_unit(tmp_path):
+    from hipport.convert.verify import load_causes, parse_errors
+
+    odd, plain = tmp_path / "a\nb.cu", tmp_path / "b.cu"
+    shown = {str(odd): "src/a\nb.cu", str(plain): "src/b.cu"}
+    out = f"{odd}:2:13: error: use of undeclared identifier 'x'\n1 error generated.\n"
+    errors = parse_errors(out, tmp_path, shown, tmp_path / "copy", load_causes(), {})
+    assert [(e.path, e.line, e.col, e.message) for e in errors] == [
+        ("src/a\nb.cu", 2, 13, "use of undeclared identifier 'x'")]
+
+
+def test_9_verify_compiles_and_names_a_unit_whose_name_holds_a_newline(tmp_path):
+    import subprocess
+    import sys
+
+    from hipcc import HIPCC
+
+    if HIPCC is None:
+        pytest.skip("needs hipcc")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "h.h").write_bytes(b"#pragma once\nint helper();\n")
+    (tmp_path / "a\nb.cu").write_bytes(b'#include <cuda_runtime.h>\n#include "sub/h.h"\n'
+                                       b"int main() { helper(); undefined_thing(); cudaFree(0); }\n")
+    (tmp_path / "b.cu").write_bytes(b'#include <cuda_runtime.h>\n#include "sub/h.h"\n'
+                                    b"int main() { helper(); cudaFree(0); }\n")
+    r = subprocess.run([sys.executable, "-m", "hipport", "convert", ".", "--check", "--verify", "-v",
+                        "--no-hipify-perl", "--offload-arch", "gfx90a"], cwd=tmp_path, capture_output=True)
+    err = r.stderr.decode()
+    assert r.returncode == 4, err
+    assert "1 of 2 do not compile" in err, err
+    assert ("  FAILED a\\nb.cu\n    a\\nb.cu:3:24: error: use of undeclared identifier 'undefined_thing'\n"
+            in err), err
+    assert "  ok b.cu\n" in err and "Traceback" not in err
+
+
+def test_9_no_deprecated_click_get_text_stream():
+    """Click 9 removes `click.get_text_stream`; `sys.stdout`/`sys.stderr` are what it returned."""
+    import pathlib
+
+    import hipport
+
+    root = pathlib.Path(hipport.__file__).parent
+    users = [str(p.relative_to(root)) for p in root.rglob("*.py")
+             if "get_text_stream(" in p.read_text(encoding="utf-8")]
+    assert users == []
+
+
+def test_9_check_quiet_names_each_file_that_would_change(tmp_path, monkeypatch):
+    (tmp_path / "a.cu").write_bytes(BAD_SOURCE)
+    (tmp_path / "b.cu").write_bytes(b"int plain;\n")
+    (tmp_path / "c.cu").write_bytes(BAD_SOURCE)
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(main, ["convert", ".", "--check", "-q", "--no-hipify-perl", "--no-cache"])
+    assert result.exit_code == 1, result.output
+    assert result.stdout == "a.cu\nc.cu\n"
+    assert result.stderr == ""
+    assert (tmp_path / "a.cu").read_bytes() == BAD_SOURCE
+    result = CliRunner().invoke(main, ["convert", "b.cu", "--check", "-q", "--no-hipify-perl"])
+    assert result.exit_code == 0 and result.output == "", result.output
+
+
+@pytest.mark.parametrize("args, setting, installed, says", [
+    (["--rocm-version", "6.2"], 'rocm-version = "6.0"\n', (5, 2), "targeting ROCm 6.2 (--rocm-version)"),
+    ([], 'rocm-version = "6.0"\n', (5, 2), "targeting ROCm 6.0 (the `rocm-version` setting of {d}/.hipport.toml)"),
+    ([], "", (5, 2), "targeting ROCm 5.2 (the installed HIP)"),
+    ([], "", None, "targeting ROCm 7.0 (no HIP installed: the newest release hipport knows)"),
+])
+def test_9_the_convert_summary_says_which_rocm_release_it_targeted_and_why(tmp_path, monkeypatch, args, setting,
+                                                                           installed, says):
+    import hipport.rocm as rocm
+
+    monkeypatch.setattr(rocm, "detect_installed", lambda: installed)
+    (tmp_path / ".hipport.toml").write_text(setting)
+    (tmp_path / "a.cu").write_bytes(BAD_SOURCE)
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(main, ["convert", "a.cu", "--check", "--no-hipify-perl", "--no-cache", *args])
+    assert result.exit_code == 1, result.output
+    assert result.stderr.splitlines()[:2] == ["hipport: 1 file scanned, 1 would change, 2 references converted",
+                                             "  " + says.format(d=tmp_path)]
+    quiet = CliRunner().invoke(main, ["convert", "a.cu", "--check", "-q", "--no-hipify-perl", "--no-cache", *args])
+    assert quiet.exit_code == 1 and "targeting" not in quiet.output, quiet.output

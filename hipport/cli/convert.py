@@ -25,6 +25,7 @@ from hipport.cli.options import (
     config_option,
     fail,
     jobs_option,
+    project_rule_dirs,
     toolchain_choice,
     toolchain_options,
 )
@@ -47,10 +48,9 @@ from hipport.convert.verify import (
     verify_tree,
 )
 from hipport.diffs import unified_diff
-from hipport.files import InputError, collect_sources, output_path, plan_output_dir, show
-from hipport.hipify_perl import hipify_perl_dirs
+from hipport.files import InputError, collect_sources, one_line, output_path, plan_output_dir, show
 from hipport.report.text import render_summary, render_verify
-from hipport.rocm import DEFAULT_ARCHS, VersionError, default_target, parse_rocm_version
+from hipport.rocm import DEFAULT_ARCHS, VersionError, default_target_and_why, parse_rocm_version
 from hipport.rules import RuleError, load_rules
 
 EXIT_OK, EXIT_CHANGES, EXIT_USAGE, EXIT_FILES_FAILED, EXIT_NOT_BUILDING = 0, 1, 2, 3, 4
@@ -149,7 +149,9 @@ def _interruptible(command):
               help="Look at every file. By default a file found to need no change is remembered by its content "
                    "(and hipport's version, rules and options), so a full-tree run skips it next time.")
 @cache_dir_option
-@click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors.")
+@click.option("-q", "--quiet", is_flag=True,
+              help="Print nothing but errors; with --check, also each file that would change (its path, one a "
+                   "line, on stdout).")
 @click.option("-v", "--verbose", is_flag=True, help="List every changed file, every finding and every name.")
 @_interruptible
 def convert(paths, output_dir, diff_mode, check, to_stdout, roc, rocm_version, launch_syntax, config_path, exclude,
@@ -184,8 +186,8 @@ def convert(paths, output_dir, diff_mode, check, to_stdout, roc, rocm_version, l
         fail(f"{' and '.join(modes)} cannot be combined; choose one mode")
     try:
         config = load_config(config_path if config_path is not None else find_config_for(list(paths)))
-        rocm = _rocm_target(rocm_version or config.get("rocm-version"))
-        rules = load_rules([*hipify_perl_dirs(hipify_perl, no_hipify_perl, config), *config.paths("rules"), *rule_dirs])
+        rocm, rocm_why = _rocm_target(rocm_version, config)
+        rules = load_rules(project_rule_dirs(config, hipify_perl, no_hipify_perl, rule_dirs))
         sources = collect_sources(list(paths), exclude, follow_symlinks=follow_symlinks, report_skipped=True,
                                   project_exclude=tuple(config.get("exclude", [])), project_dir=config.base,
                                   build_files=not no_build_files)
@@ -274,7 +276,8 @@ def convert(paths, output_dir, diff_mode, check, to_stdout, roc, rocm_version, l
                                  [*config.paths("include-dirs"), *include_dirs], jobs or default_jobs(), rocm)
     if not to_stdout or verbose:
         action = "would change" if write == "none" else "changed"
-        render_summary(err, summary, verbose=verbose, action=action, verify_copy=write == "none")
+        render_summary(err, summary, verbose=verbose, action=action, verify_copy=write == "none",
+                       target=f"ROCm {rocm[0]}.{rocm[1]} ({rocm_why})")
         if probed is not None:  # the targets were not the user's: say where the build files' ones come from
             err.print(f"build files target {','.join(targets)}: {probed.why}; --offload-arch or the offload-arch "
                       "setting names others", markup=False, soft_wrap=True)
@@ -282,12 +285,16 @@ def convert(paths, output_dir, diff_mode, check, to_stdout, roc, rocm_version, l
         for e in summary.errors:
             err.print(f"error: {e}", markup=False)
     if quiet:  # -q prints nothing but errors: each failed file, one line
+        if check:  # and what --check is for: which files, one path a line on stdout, for a script to read
+            for result in results:
+                if result.error is None and result.changed:
+                    click.echo(one_line(show(result.path)))
         for e in summary.errors:
             click.echo(f"error: {e}", err=True)
         for unit in summary.verify.failed if summary.verify else ():
             first = unit.errors[0] if unit.errors else None
-            click.echo(f"does not compile: {unit.shown}" + (f": {first.location()}: {first.message}" if first else ""),
-                       err=True)
+            click.echo(one_line(f"does not compile: {unit.shown}" +
+                                (f": {first.location()}: {first.message}" if first else "")), err=True)
     elif to_stdout and summary.verify is not None and not verbose:
         render_verify(err, summary.verify, verbose=False, copy=True)
     if summary.files_failed:
@@ -371,7 +378,10 @@ def _offload_arch(given: str | None, config) -> tuple[str, ...] | None:
     return targets
 
 
-def _rocm_target(text: str | None) -> tuple[int, int]:
-    if text:
-        return parse_rocm_version(text)
-    return default_target()
+def _rocm_target(option: str | None, config) -> tuple[tuple[int, int], str]:
+    """The release to convert for, and where it came from (the summary says both)."""
+    if option:
+        return parse_rocm_version(option), "--rocm-version"
+    if config.get("rocm-version"):
+        return parse_rocm_version(config.get("rocm-version")), f"the `rocm-version` setting of {show(config.path)}"
+    return default_target_and_why()

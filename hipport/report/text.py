@@ -7,6 +7,7 @@ from rich.markup import escape
 
 from hipport.convert.summary import Summary
 from hipport.convert.verify import CompileError, VerifyResult
+from hipport.files import one_line
 
 _LIST_LIMIT = 20
 
@@ -22,11 +23,14 @@ def _print_names(console: Console, title: str, tallies: dict, limit: int) -> Non
 
 
 def render_summary(console: Console, summary: Summary, *, verbose: bool, action: str,
-                   verify_copy: bool = False) -> None:
+                   verify_copy: bool = False, target: str = "") -> None:
+    """``target``: the release converted for and where that came from (`ROCm 5.2 (the installed HIP)`)."""
     files = f"{summary.files_scanned} file{'s' if summary.files_scanned != 1 else ''} scanned"
     console.print(f"[bold]hipport[/bold]: {files}, {summary.files_changed} {action}, "
                   f"{summary.converted_total} references converted"
                   + (f", [red]{summary.files_failed} failed[/red]" if summary.files_failed else ""))
+    if target and summary.files_scanned:  # nothing scanned: nothing was converted for any release
+        console.print(f"  targeting {escape(target)}", highlight=False, soft_wrap=True)
     if summary.conversions:
         cats = ", ".join(f"{cat} {n}" for cat, n in sorted(summary.conversions.items(), key=lambda kv: (-kv[1], kv[0])))
         console.print(f"  by category: {cats}", highlight=False, soft_wrap=True)
@@ -68,10 +72,11 @@ def render_verify(console: Console, result: VerifyResult, *, verbose: bool, copy
     if copy and failed:
         console.print("  (line numbers are those of the converted text)", highlight=False)
     for unit in failed:
-        console.print(f"  [red]FAILED[/red] {escape(unit.shown)}", highlight=False, soft_wrap=True)
+        console.print(f"  [red]FAILED[/red] {escape(one_line(unit.shown))}", highlight=False, soft_wrap=True)
         told = set()  # a cause is explained once per unit
         for e in unit.errors:
-            console.print(f"    {e.location()}: error: {e.message}", highlight=False, soft_wrap=True, markup=False)
+            console.print(f"    {one_line(e.location())}: error: {one_line(e.message)}", highlight=False,
+                          soft_wrap=True, markup=False)
             if e.cause is not None and e.cause.id not in told:
                 told.add(e.cause.id)
                 console.print(f"      cause: {explained(e)}", highlight=False, soft_wrap=True, markup=False)
@@ -80,7 +85,7 @@ def render_verify(console: Console, result: VerifyResult, *, verbose: bool, copy
     if verbose:
         for unit in result.units:
             if unit.ok:
-                console.print(f"  ok {escape(unit.shown)}", highlight=False, soft_wrap=True)
+                console.print(f"  ok {escape(one_line(unit.shown))}", highlight=False, soft_wrap=True)
 
 
 def explained(error: CompileError) -> str:
