@@ -76,6 +76,12 @@ def show(path: os.PathLike | str) -> str:
     return os.fsencode(path).decode("utf-8", "backslashreplace")
 
 
+def one_line(text: str) -> str:
+    """``text`` with its line breaks as `\\n`-style escapes: a name holding one still prints as one line."""
+    return text if len(f"{text}x".splitlines()) == 1 else \
+        "".join(c.encode("unicode_escape").decode() if f"{c}x".splitlines()[0] == "" else c for c in text)
+
+
 def _excluded(rel: str, patterns: tuple[str, ...]) -> bool:
     name = rel.rsplit("/", 1)[-1]
     return any(fnmatch.fnmatch(rel, p) or fnmatch.fnmatch(name, p) or fnmatch.fnmatch(rel, p.rstrip("/") + "/*")

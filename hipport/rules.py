@@ -289,7 +289,7 @@ def _rule_files(extra_dirs) -> list[Path]:
     for extra in extra_dirs:
         extra = Path(extra)
         if not extra.is_dir():
-            raise RuleError(f"{extra}: rule directory not found")
+            raise RuleError(f"{extra}: rule folder not found")
         files.extend(sorted(extra.glob("**/*.toml")))
     return files
 

@@ -36,6 +36,7 @@ from hipport.cli.options import (
     config_option,
     fail,
     jobs_option,
+    project_rule_dirs,
     toolchain_choice,
     toolchain_options,
 )
@@ -48,6 +49,7 @@ from hipport.files import (
     check_outputs,
     collect_sources,
     load_source,
+    one_line,
     project_path,
     raise_if_interrupted,
     show,
@@ -63,7 +65,7 @@ from hipport.report.model import (
 )
 from hipport.report.text import render_verify
 from hipport.rocm import default_target
-from hipport.rules import RuleError
+from hipport.rules import RuleError, load_rules
 from hipport.scan import LexError
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_FILES_FAILED, EXIT_NOT_BUILDING = 0, 1, 2, 3, 4
@@ -316,7 +318,10 @@ def audit(paths, exclude, follow_symlinks, archs, rocm, select, ignore, include_
     try:
         hazards = load_all_rules()  # the audit's hazards and the conversion's findings: one set of rule ids
         config = load_config(config_path if config_path is not None else find_config_for(list(paths)))
-    except (HazardError, ConfigError) as exc:
+        # The conversion's rules, as `hipport convert` loads them: a missing folder stops the run here.
+        rule_dirs = project_rule_dirs(config)
+        rules = load_rules(rule_dirs)
+    except (HazardError, ConfigError, RuleError) as exc:
         fail(str(exc))
     configured_archs = config.get("offload-arch", ())
     if isinstance(configured_archs, str):
@@ -378,7 +383,7 @@ def audit(paths, exclude, follow_symlinks, archs, rocm, select, ignore, include_
         _make_dir(report_dir, "--output-dir" if output_dir is not None else "-o")
     rich_reports = [fmt for fmt, _ in plan if fmt != "text"]
     text_dest = next((dest for fmt, dest in plan if fmt == "text"), "none")
-    converter = _converter(rocm_version, config)
+    converter = _converter(rocm_version, config, rules, rule_dirs)
     converted = []  # (source, in-memory conversion) of each audited file, for --verify
     file_reports = []
     err = sys.stderr  # not click.get_text_stream: deprecated, and Click 9 removes it
@@ -501,8 +506,8 @@ def _print_verify(result, stream, *, quiet: bool, verbose: bool) -> None:
     if quiet:
         for unit in result.failed:
             first = unit.errors[0] if unit.errors else None
-            stream.write(f"does not compile: {unit.shown}"
-                         + (f": {first.location()}: {first.message}" if first else "") + "\n")
+            stream.write(one_line(f"does not compile: {unit.shown}"
+                                  + (f": {first.location()}: {first.message}" if first else "")) + "\n")
         return
     console = Console(file=stream, highlight=False, soft_wrap=True)
     render_verify(console, result, verbose=verbose, copy=True)
@@ -564,19 +569,12 @@ def _write_report(dest: Path, data: bytes) -> None:
         fail(f"{dest}: cannot write the report ({exc.strerror or exc})")
 
 
-def _converter(rocm_version: tuple[int, ...], config):
-    """The convert engine as `hipport convert` would run it here (project config, hipify-perl, extra rules),
-    returning an in-memory FileResult per file; nothing is written."""
+def _converter(rocm_version: tuple[int, ...], config, rules, dirs: list[Path]):
+    """The convert engine as `hipport convert` would run it here (project config, hipify-perl, extra rules:
+    ``rules``, loaded from ``dirs``), returning an in-memory FileResult per file; nothing is written."""
     from hipport.convert import ConvertOptions, convert_source
-    from hipport.hipify_perl import hipify_perl_dirs
     from hipport.model import FileResult
-    from hipport.rules import RuleError, load_rules
 
-    dirs = [*hipify_perl_dirs(None, False, config), *config.paths("rules")]
-    try:
-        rules = load_rules(dirs)
-    except RuleError as exc:
-        fail(str(exc))
     target = (tuple(rocm_version) + (0, 0))[:2]
     convert_options = ConvertOptions(roc=config.get("roc", False), rocm_version=target,
                                      launch_syntax=config.get("launch-syntax", "cuda"))

@@ -58,3 +58,21 @@ def toolchain_choice(config, hipcc: str | None, hip_include: Path | None, clang:
     return {"hipcc": hipcc if hipcc is not None else setting("verify-hipcc"),
             "hip_include": None if include is None else str(include),
             "clang": clang if clang is not None else setting("verify-clang")}
+
+
+def project_rule_dirs(config, hipify_perl: Path | None = None, no_hipify_perl: bool = False,
+                      rule_dirs=()) -> list[Path]:
+    """The rule folders a run loads after the built-in ones, in order: hipify-perl's, the settings' `rules`,
+    then `--rules`. `convert` and `audit` both ask here, so a folder that is missing stops both alike
+    (`RuleError`, naming the folder and where it was named) before any file is read."""
+    from hipport.hipify_perl import hipify_perl_dirs
+    from hipport.rules import RuleError
+
+    dirs = hipify_perl_dirs(hipify_perl, no_hipify_perl, config)
+    for where, paths in ((f"the `rules` setting of {config.path}", config.paths("rules")),
+                         ("--rules", [Path(d) for d in rule_dirs])):
+        for d in paths:
+            if not d.is_dir():
+                raise RuleError(f"{d}: rule folder not found ({where})")
+            dirs.append(d)
+    return dirs

@@ -9,6 +9,7 @@ to compile from a temporary copy), calls `verify_tree`, and renders the `VerifyR
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import re
 import shutil
@@ -440,8 +441,16 @@ def _stage(files: list[TreeFile], tmp: Path) -> dict[Path, TreeFile]:
 
 def _compile(toolchain: Toolchain, targets: tuple[str, ...], unit: Path, include_args: list[str],
              shown: Mapping[str, str], tmp: Path, causes, context, limit: int, name: str) -> UnitResult:
+    compiled = unit
+    if "\n" in unit.name:
+        # hipcc hands its arguments to a shell with each odd character backslashed, and a backslash-newline is
+        # no character there: the compiler is asked for another file. It reads the unit through a link with a
+        # plain name instead; the unit's folder is searched for its quoted includes as it would have been.
+        compiled = _alias(unit, tmp / ".units")
+        include_args = ["-iquote", str(unit.parent), *include_args]
+        shown = {**shown, str(compiled): shown.get(str(unit), name)}
     cmd = [*toolchain.command, "-x", "hip", *(f"--offload-arch={t}" for t in targets), "-fsyntax-only", STD, "-w",
-           "-fno-color-diagnostics", *include_args, str(unit)]
+           "-fno-color-diagnostics", *include_args, str(compiled)]
     try:
         r = _run_compiler(cmd, toolchain.env, cwd=str(unit.parent), timeout=UNIT_TIMEOUT)
     except subprocess.TimeoutExpired:
@@ -458,19 +467,38 @@ def _compile(toolchain: Toolchain, targets: tuple[str, ...], unit: Path, include
     return UnitResult(name, False, unique[:limit], max(0, len(unique) - limit))
 
 
+def _alias(unit: Path, folder: Path) -> Path:
+    """A symbolic link to ``unit`` in ``folder``, named after a hash of its path: units compiled at once each get
+    their own."""
+    folder.mkdir(exist_ok=True)
+    link = folder / f"{hashlib.sha256(os.fsencode(unit)).hexdigest()[:16]}.hip"
+    with contextlib.suppress(FileExistsError):
+        link.symlink_to(unit)
+    return link
+
+
 def parse_errors(output: str, cwd: Path, shown: Mapping[str, str], tmp: Path, causes, context) -> list[CompileError]:
     """The error lines of a compiler's output, in order, with paths as the user knows them."""
     errors = []
+    # A name holding a line break splits its diagnostics over two lines, and the second would name another
+    # file (`b.cu` for `a<newline>b.cu`): each known one stands as a token while the output is cut into lines.
+    broken = sorted((p for p in shown if len(f"{p}x".splitlines()) > 1), key=len, reverse=True)
+    for i, p in enumerate(broken):
+        output = output.replace(p, f"\0{i}\0")
+
+    def mend(text: str) -> str:
+        return re.sub("\0(\\d+)\0", lambda m: broken[int(m.group(1))], text) if broken else text
+
     for line in output.splitlines():
         m = _LOCATED.match(line)
         if m:
-            path, line_no, col = m.group("path"), int(m.group("line")), int(m.group("col"))
+            path, line_no, col = mend(m.group("path")), int(m.group("line")), int(m.group("col"))
         else:
             m = _DRIVER.match(line)
             if not m:
                 continue
             path, line_no, col = "", 0, 0
-        message = m.group("message").strip()
+        message = mend(m.group("message").strip())
         if message.startswith("too many errors emitted"):
             continue
         cause, cause_text, fix = explain(message, causes, context)
