@@ -119,11 +119,12 @@ def audit_source(src: bytes, path: str = "<stdin>", options: AuditOptions = Audi
     def prepare(ctx: Context) -> None:
         headers.append(helpers.of_includes(ctx, path, options, run_checks))
         ctx.header_aliases = headers[0][2]
+        ctx.header_constants = headers[0][3]
 
     ctx = run_checks(src, path, options, prepare)
     label = os.path.basename(path)
     own = helpers.summarise(ctx, list(ctx.findings), label)
-    included, macros, _aliases = headers[0]
+    included, macros, _aliases, _constants = headers[0]
     helpers.report_calls(ctx, own, local=True, macros=macros)
     helpers.report_calls(ctx, included, local=False, macros=macros)
     helpers.report_header_masks(ctx, macros, {**included, **own})

@@ -523,25 +523,28 @@ def report_header_masks(ctx: Context, macros: dict[bytes, tuple[str, str]], help
 
 @lru_cache(maxsize=256)
 def header_summary(path: str, mtime_ns: int, size: int, options, run_checks: Callable) \
-        -> tuple[dict[str, Helper], dict[bytes, tuple[str, str]], dict[bytes, str]]:
-    """The helpers, 32-bit mask macros and float/half type aliases of one header, audited with the including
+        -> tuple[dict[str, Helper], dict[bytes, tuple[str, str]], dict[bytes, str], dict[bytes, str]]:
+    """The helpers, 32-bit mask macros, float/half type aliases and warp-size constants of 32 (name ->
+    "header.h:line") of one header, audited with the including
     file's options by ``run_checks`` (the engine's, handed down so this module need not import the engine that
     imports it; cached per version)."""
     if size > _MAX_HEADER_BYTES:
-        return {}, {}, {}
+        return {}, {}, {}, {}
     try:
         with open(path, "rb") as fh:
             src = fh.read()
     except OSError:
-        return {}, {}, {}
+        return {}, {}, {}, {}
     signals_before = interrupts_raised()
     try:
         ctx = run_checks(src, path, options)
     except Exception:  # noqa: BLE001 - a header that cannot be lexed has no summary; its own audit says why
         reraise_if_interrupted_since(signals_before)  # ctypes wraps a Ctrl-C in ArgumentError
-        return {}, {}, {}
+        return {}, {}, {}, {}
     label = os.path.basename(path)
-    return summarise(ctx, ctx.findings, label), mask_macros(ctx, label), type_aliases(ctx)
+    # The header's own includes count as its definitions too (a `warp.h` that includes `config.h`).
+    constants = {**ctx.header_constants, **{name: f"{label}:{line}" for name, line in ctx.warp_constants.items()}}
+    return summarise(ctx, ctx.findings, label), mask_macros(ctx, label), type_aliases(ctx), constants
 
 
 _QUOTED_INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*"([^"\n]+)"', re.M)
@@ -566,12 +569,13 @@ def dependency_key(src: bytes, path: str, include_dirs: tuple[str, ...] = ()) ->
 
 
 def of_includes(ctx: Context, path: str, options, run_checks: Callable) \
-        -> tuple[dict[str, Helper], dict[bytes, tuple[str, str]], dict[bytes, str]]:
-    """The helpers, mask macros and type aliases of the headers ``path`` includes with quotes (the first
-    definition wins), each audited by ``run_checks``."""
+        -> tuple[dict[str, Helper], dict[bytes, tuple[str, str]], dict[bytes, str], dict[bytes, str]]:
+    """The helpers, mask macros, type aliases and warp-size constants of the headers ``path`` includes with quotes
+    (the first definition wins), each audited by ``run_checks``."""
     helpers: dict[str, Helper] = {}
     macros: dict[bytes, tuple[str, str]] = {}
     aliases: dict[bytes, str] = {}
+    constants: dict[bytes, str] = {}
     for header in included_headers(ctx, path, tuple(getattr(options, "include_dirs", ()))):
         if os.path.abspath(header) == os.path.abspath(path):
             continue
@@ -579,11 +583,13 @@ def of_includes(ctx: Context, path: str, options, run_checks: Callable) \
             st = os.stat(header)
         except OSError:
             continue
-        found, masks, types = header_summary(header, st.st_mtime_ns, st.st_size, options, run_checks)
+        found, masks, types, consts = header_summary(header, st.st_mtime_ns, st.st_size, options, run_checks)
         for name, helper in found.items():
             helpers.setdefault(name, helper)
         for name, value in masks.items():
             macros.setdefault(name, value)
         for name, value in types.items():
             aliases.setdefault(name, value)
-    return helpers, macros, aliases
+        for name, value in consts.items():
+            constants.setdefault(name, value)
+    return helpers, macros, aliases, constants

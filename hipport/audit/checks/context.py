@@ -92,6 +92,10 @@ class Context:
         self._launch_args: dict[str, dict[int, list[str]]] | None = None
         # Type aliases (`typedef __half half_t;`) of the headers the file includes with quotes, set by the engine.
         self.header_aliases: dict[bytes, str] = {}
+        # Warp-size constants of 32 (`#define WARP_SIZE 32`, `constexpr int kWarpSize = 32;`, an enumerator): this
+        # file's, name -> line, found by lane_math; the included headers', name -> "header.h:line", set by the engine.
+        self.warp_constants: dict[bytes, int] = {}
+        self.header_constants: dict[bytes, str] = {}
 
     # -- structure ------------------------------------------------------------------------------
     def _match_brackets(self) -> None:

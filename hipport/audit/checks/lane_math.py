@@ -310,6 +310,7 @@ def _check_constants(ctx: Context) -> None:
         fixable = bool(uses) and all(ctx.device[k] and const_context(ctx, k) is None
                                      and red.reaching(ctx.function_at(k)) is None for k in uses)
         edits = [ctx.edit(vals[0], "warpSize")] if fixable else []
+        ctx.warp_constants.setdefault(name, ctx.lines.line_col(ctx.starts[vals[0]])[0])
         how = "define it as `warpSize`" if fixable else \
             "it is used where a constant is needed, so make the warp size a template parameter or size for 64"
         ctx.report(RULE, vals[0], f"`{name.decode()}` is defined as 32; every lane and warp computed from it assumes "
@@ -329,6 +330,8 @@ def _check_constants(ctx: Context) -> None:
         name = ctx.text[i]
         edits = []
         fn = ctx.function_at(i)
+        if fn is None:  # a function's own constant is no definition for the files that include this one
+            ctx.warp_constants.setdefault(name, ctx.lines.line_col(ctx.starts[v])[0])
         if fn is not None:
             hi = fn.body[1]
             uses = [k for k in range(i + 1, hi) if ctx.text[k] == name]
@@ -340,6 +343,18 @@ def _check_constants(ctx: Context) -> None:
         ctx.report(RULE, v, f"`{name.decode()}` is 32; every lane and warp computed from it assumes 32-lane warps "
                    f"({how})", edits=edits, subject=name.decode())
         _report_uses(ctx, name, v, range(i + 1, fn.body[1]) if fn is not None else range(i + 1, ctx.n))
+    _check_header_constants(ctx)
+
+
+def _check_header_constants(ctx: Context) -> None:
+    """A warp-size constant of 32 from an included header (`#include "config.h"` with `constexpr int kWarpSize =
+    32;`): reported at each use here, where the reader is, since the header's own line is reported in its audit."""
+    for name, where in ctx.header_constants.items():
+        if name in ctx.macros or name in ctx.warp_constants or name not in ctx.words:
+            continue  # this file's own definition wins
+        if any(ctx.text[k] == name and ctx.is_decl_name(k) for k in range(ctx.n)):
+            continue
+        _report_uses(ctx, name, None, range(ctx.n), where)
 
 
 def _lane_valued(ctx: Context, first: int, last: int, names: set[bytes]) -> bool:
@@ -444,17 +459,21 @@ def _bit_of_word(ctx: Context, k: int, name: bytes) -> bool:
     return False
 
 
-def _report_uses(ctx: Context, name: bytes, definition: int, where: range) -> None:
+def _report_uses(ctx: Context, name: bytes, definition: int | None, where: range, defined_at: str = "") -> None:
     """Each device-code use of a warp-size constant of 32 is a place that computes with 32 lanes: the user reads
-    the kernel, not the header line that defines the constant, so say it there too (once per line)."""
+    the kernel, not the header line that defines the constant, so say it there too (once per line). The constant
+    is this file's token ``definition``, or ``defined_at`` ("header.h:line") in an included header."""
     if not ctx.words & _HARDWARE_WARP:
         return
-    def_line = ctx.lines.line_col(ctx.starts[definition])[0]
+    place = defined_at or f"line {ctx.lines.line_col(ctx.starts[definition])[0]}"
     flagged = {f.line for f in ctx.findings if f.rule_id == RULE}
     for k in where:
         if ctx.text[k] != name or ctx.in_directive[k] or not ctx.device[k] or ctx.is_decl_name(k):
             continue
-        before, after = ctx.t(ctx.prev_code(k)), ctx.t(ctx.next_code(k))
+        first = k
+        while ctx.t(ctx.prev_code(first)) == b"::" and ctx.kinds[ctx.prev_code(ctx.prev_code(first))] == IDENT:
+            first = ctx.prev_code(ctx.prev_code(first))  # `Cfg::kWarpThreads`: the operator is before `Cfg`
+        before, after = ctx.t(ctx.prev_code(first)), ctx.t(ctx.next_code(k))
         if not (before in _USE_OPERATORS or after in _USE_OPERATORS or (before == b"[" and after == b"]")):
             continue
         if before in (b"%", b"/") and _bit_of_word(ctx, k, name):
@@ -467,11 +486,11 @@ def _report_uses(ctx: Context, name: bytes, definition: int, where: range) -> No
         if reduction is not None:
             # With a 32-lane shuffle reduction the ids of 32 are what keeps it right on 64 lanes (reductions.py).
             red_line = ctx.lines.line_col(ctx.starts[reduction])[0]
-            ctx.report(RULE, k, f"`{name.decode()}` (32, line {def_line}) used as the warp size here, with the "
+            ctx.report(RULE, k, f"`{name.decode()}` (32, {place}) used as the warp size here, with the "
                        f"32-lane shuffle reduction of line {red_line}: right on a 64-lane wavefront as long as they "
                        f"change together", confidence="medium", subject=name.decode(), severity="info")
             continue
-        ctx.report(RULE, k, f"`{name.decode()}` (32, line {def_line}) used as the warp size here: on a 64-lane "
+        ctx.report(RULE, k, f"`{name.decode()}` (32, {place}) used as the warp size here: on a 64-lane "
                    f"wavefront this lane, warp or size computation is wrong", confidence="medium",
                    subject=name.decode())
 

@@ -52,7 +52,8 @@ def loop_offsets_32(ctx: Context, cond: tuple[int, int], init: tuple[int, int], 
 
 
 def value_is_32(ctx: Context, name: bytes) -> bool:
-    """`#define NAME 32`, or `NAME = 32` declared somewhere in the file."""
+    """`#define NAME 32`, or `NAME = 32` declared somewhere in the file or a warp-size constant of 32 of a header
+    it includes."""
     body = ctx.macro_value(name)
     if body is not None:
         vals = [k for k in body if ctx.text[k] not in (b"(", b")")]
@@ -61,7 +62,7 @@ def value_is_32(ctx: Context, name: bytes) -> bool:
         if ctx.text[k] == name and ctx.t(ctx.next_code(k)) == b"=" and ctx.is_decl_name(k):
             v = ctx.next_code(ctx.next_code(k))
             return int_value(ctx.text[v]) == 32 and ctx.t(ctx.next_code(v)) in (b";", b",")
-    return False
+    return name in ctx.header_constants
 
 
 class Reductions:
