@@ -483,3 +483,27 @@ def test_9_the_convert_summary_says_which_rocm_release_it_targeted_and_why(tmp_p
                                              "  " + says.format(d=tmp_path)]
     quiet = CliRunner().invoke(main, ["convert", "a.cu", "--check", "-q", "--no-hipify-perl", "--no-cache", *args])
     assert quiet.exit_code == 1 and "targeting" not in quiet.output, quiet.output
+
+
+def test_9_every_fixture_finding_message_is_at_most_300_characters(rules):
+    """The project's standard for a message, over every audit and convert finding of the fixtures (with each
+    fixture's own options and at ROCm 5.2, where the most is missing)."""
+    from pathlib import Path
+
+    from test_audit import options_of
+    from test_fixtures_convert import options_for
+
+    from hipport.audit import AuditOptions, audit_source
+    from hipport.convert import ConvertOptions, convert_source
+
+    fixtures = Path(__file__).resolve().parent / "fixtures"
+    too_long = []
+    for path in sorted([*(fixtures / "audit").glob("*.cu"), *(fixtures / "convert").glob("*.cu")]):
+        src = path.read_bytes()
+        audits = [options_of(src.decode("latin-1")), AuditOptions(rocm_version=(5, 2))]
+        converts = [options_for(path) if path.parent.name == "convert" else ConvertOptions(),
+                    ConvertOptions(rocm_version=(5, 2))]
+        findings = [f for o in audits for f in audit_source(src, path.name, o)]
+        findings += [f for o in converts for f in convert_source(src, rules, o, path.name).findings]
+        too_long += [(path.name, f.rule_id, len(f.message)) for f in findings if len(f.message) > 300]
+    assert sorted(set(too_long)) == []

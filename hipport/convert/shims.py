@@ -58,9 +58,9 @@ def add_shims(ctx: ConversionContext) -> None:
         ctx.convert(at, at, text, name, CATEGORY)
         ctx.once.add(f"shim:{name}")
         missing = "has no HIP form" if never else \
-            f"is not in HIP before ROCm {_v(shim.hip_from)} (targeting {_v(target)})"
+            f"is in HIP from ROCm {_v(shim.hip_from)}, not {_v(target)}"
         ctx.finding("shim-added", "info", ctx.tokens.starts[first],
-                    f"`{name}` {missing}: hipport defined it in this file, under `#if {shim.guard}`; {shim.note}",
+                    f"`{name}` {missing}: hipport defines it here under `#if {shim.guard}`; {shim.note}",
                     subject=name)
 
 

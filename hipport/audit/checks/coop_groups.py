@@ -39,9 +39,9 @@ class _Api:
 
 
 _APIS = {
-    b"reduce": _Api("`{ns}::reduce`", "a shuffle loop over the tile, which also leaves the result in every lane: "
-                    "`for (int o = tile.size() / 2; o > 0; o /= 2) v += tile.shfl_xor(v, o);` (`min`/`max`/`&`/`|`/"
-                    "`^` for the other operators)"),
+    b"reduce": _Api("`{ns}::reduce`", "a shuffle loop over the tile (the result lands in every lane): "
+                    "`for (int o = tile.size() / 2; o > 0; o /= 2) v += tile.shfl_xor(v, o);` (or `min`/`max`/"
+                    "`&`/`|`/`^`)"),
     b"inclusive_scan": _Api("`{ns}::inclusive_scan`", "a shuffle scan over the tile: `for (int o = 1; o < tile.size(); "
                             "o *= 2) { auto u = tile.shfl_up(v, o); if (tile.thread_rank() >= o) v += u; }`"),
     b"exclusive_scan": _Api("`{ns}::exclusive_scan`", "the inclusive shuffle scan (`tile.shfl_up` in a doubling loop) "
@@ -649,7 +649,7 @@ def _judge_grid_sync(ctx: Context, at: int, fn: Function) -> None:
         ctx.text[k] == ctx.text[fn.name_index] and ctx.is_call(k) for k in range(g.body[0], g.body[1]))]
     hip = bool(ctx.words & {b"hipLaunchKernelGGL", b"hipMalloc", b"hipDeviceSynchronize"}) or b"hip/hip_" in ctx.src
     coop_api = "`hipLaunchCooperativeKernel`" if hip else \
-        "`cudaLaunchCooperativeKernel` (`hipLaunchCooperativeKernel` once converted)"
+        "`cudaLaunchCooperativeKernel` (HIP: `hipLaunchCooperativeKernel`)"
     plain_lines, any_coop, edits = [], False, []
     for k in kernels:
         plain, coop = _launches(ctx, ctx.text[k.name_index])
@@ -662,10 +662,10 @@ def _judge_grid_sync(ctx: Context, at: int, fn: Function) -> None:
     who = f"`{fn.name}`" if fn.kernel else f"`{fn.name}` (called by {', '.join(f'`{k.name}`' for k in kernels)})"
     if plain_lines:
         where = ", ".join(str(n) for n in sorted(set(plain_lines)))
-        ctx.report(GRID, at, f"grid-wide `sync()` in {who}, which is launched without a cooperative launch "
-                   f"(line {where}): launch it with {coop_api} (kernel arguments as a `void*` array) and keep "
-                   f"the grid within what fits on the device at once (`hipOccupancyMaxActiveBlocksPerMultiprocessor` "
-                   f"times the CU count)", subject=fn.name,
+        ctx.report(GRID, at, f"grid-wide `sync()` in {who}, not launched cooperatively "
+                   f"({'lines' if ', ' in where else 'line'} {where}): use {coop_api}, arguments as a `void*` "
+                   f"array, and a grid the device holds at once "
+                   f"(`hipOccupancyMaxActiveBlocksPerMultiprocessor` times the CUs)", subject=fn.name,
                    edits=edits if len(edits) == len(set(plain_lines)) else [])
     elif not any_coop:
         ctx.report(GRID, at, f"grid-wide `sync()` in {who}: it works only when the kernel is launched with "

@@ -88,9 +88,9 @@ def _kept_halves(ctx: Context, red: Reductions, k: int, what: str) -> bool:
                    edits=whole, subject=what)
         return True
     ctx.report(RULE, k, f"{what} with lane/warp ids of 32 lanes (lines {red.lines([k, *ids.fixed])} belong "
-               f"together): on a 64-lane wavefront each half reduces on its own, which is right; no patch, since "
-               f"changing line {line} alone would sum both halves into lanes 0 and 32 (to use whole wavefronts, "
-               f"change the offsets and every id on those lines together)", confidence="low", severity="info",
+               f"together): right on 64 lanes, each half reducing on its own; no patch, as line {line} changed "
+               f"alone would sum both halves into lanes 0 and 32 (for whole wavefronts, change the offsets and "
+               f"every id there together)", confidence="low", severity="info",
                subject=what)
     return True
 
