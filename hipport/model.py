@@ -72,15 +72,18 @@ class FileResult:
 
 def apply_edits(src: bytes, edits: list[Edit]) -> bytes:
     """Apply edits back to front so earlier offsets stay valid; an edit overlapping one already applied is dropped."""
+    if not edits:
+        return src
+    view = memoryview(src)  # slices of a view are not copies: the join makes the one new copy
     out = []
     pos = len(src)
     for edit in sorted(edits, key=lambda e: (e.start, e.end), reverse=True):
         if edit.end > pos:
             continue
-        out.append(src[edit.end : pos])
+        out.append(view[edit.end : pos])
         out.append(edit.new)
         pos = edit.start
-    out.append(src[:pos])
+    out.append(view[:pos])
     return b"".join(reversed(out))
 
 

@@ -41,7 +41,7 @@ class Tokens:
     kinds: array
     starts: array
     ends: array
-    brackets: array | None = None  # per token, the index of the bracket closing it (-1): see calls.matching_close
+    brackets: array | dict | None = None  # the bracket pairs, made when first asked for: calls.matching_close
 
     def __len__(self) -> int:
         return len(self.kinds)
@@ -82,18 +82,49 @@ def _get_index() -> ci.Index:
     return _index
 
 
-def lex(src: bytes) -> Tokens:
+# Above this size a file is lexed a piece at a time, so that libclang's token structs (24 bytes each, millions in
+# a generated one-line table) exist for one piece only. A piece's last tokens, those ending within the margin of
+# its end, are lexed again at the start of the next piece: a comment, string or raw string cut by the piece's end
+# runs to that end, so it is never kept from the shorter piece.
+_PIECE = 1 << 20
+_MARGIN = 1 << 16
+
+
+def lex(src: bytes, piece: int = _PIECE, margin: int = _MARGIN) -> Tokens:
     """Tokenize ``src`` with libclang's lexer (comments kept as tokens)."""
-    empty = Tokens(src, array("I"), array("I"), array("I"))
-    if not src:
-        return empty
-    buffer = _PREFIX + src + _SUFFIX
+    kinds, starts, ends = array("I"), array("I"), array("I")
+    at, size = 0, len(src)
+    while at < size:
+        stop = size if size - at <= piece else at + piece
+        k, s, e = _lex_piece(src, at, stop)
+        if stop < size:
+            keep = bisect.bisect_left(e, stop - margin)  # tokens ending before the margin are final
+            if keep == 0:  # one token longer than the margin (a huge comment): lex the rest whole
+                stop, (k, s, e) = size, _lex_piece(src, at, size)
+            else:
+                del k[keep:], s[keep:], e[keep:]
+        kinds.extend(k)
+        starts.extend(s)
+        ends.extend(e)
+        if stop >= size:
+            break
+        at = e[-1]
+    return Tokens(src, kinds, starts, ends)
+
+
+def _lex_piece(src: bytes, at: int, stop: int) -> tuple[array, array, array]:
+    """Kinds, starts and ends (offsets in ``src``) of the tokens of ``src[at:stop]``."""
+    kinds, starts, ends = array("I"), array("I"), array("I")
+    if stop <= at:
+        return kinds, starts, ends
+    buffer = _PREFIX + src[at:stop] + _SUFFIX
     try:
         tu = _get_index().parse(_VIRTUAL_NAME, args=_ARGS, unsaved_files=[(_VIRTUAL_NAME, buffer)], options=0)
     except ci.TranslationUnitLoadError as exc:
         raise LexError(f"libclang could not read the file: {exc}") from None
+    del buffer
     f = tu.get_file(_VIRTUAL_NAME)
-    first_offset, last_offset = len(_PREFIX), len(_PREFIX) + len(src)
+    first_offset, last_offset = len(_PREFIX), len(_PREFIX) + stop - at
     extent = ci.SourceRange.from_locations(
         ci.SourceLocation.from_offset(tu, f, first_offset), ci.SourceLocation.from_offset(tu, f, last_offset)
     )
@@ -102,34 +133,31 @@ def lex(src: bytes) -> Tokens:
     ci.conf.lib.clang_tokenize(tu, extent, ctypes.byref(memory), ctypes.byref(count))
     n = count.value
     if n == 0:
-        return empty
-    kinds, starts, ends = array("I"), array("I"), array("I")
+        return kinds, starts, ends
     try:
         first = ci.Token()
         first.int_data = memory[0].int_data
         first.ptr_data = memory[0].ptr_data
         first._tu = tu
-        base = memory[0].int_data[1] - first.location.offset + first_offset
+        base = memory[0].int_data[1] - first.location.offset + first_offset - at
         # The token structs are read a block at a time (no ctypes call per token, and never a second copy of
-        # them all: a one-line file of 28 MB has millions); int_data holds the kind, the raw source-location
-        # encoding and the length.
+        # them all); int_data holds the kind, the raw source-location encoding and the length.
         size_of = ctypes.sizeof(ci.Token)
         address = ctypes.addressof(memory.contents)
-        for at in range(0, n, _BLOCK_TOKENS):
+        for block_at in range(0, n, _BLOCK_TOKENS):
             raw = array("I")
-            raw.frombytes(ctypes.string_at(address + at * size_of, min(_BLOCK_TOKENS, n - at) * size_of))
+            raw.frombytes(ctypes.string_at(address + block_at * size_of, min(_BLOCK_TOKENS, n - block_at) * size_of))
             kinds.extend(raw[0::_UINTS_PER_TOKEN])
             block = array("I", map(int.__sub__, raw[1::_UINTS_PER_TOKEN], repeat(base)))
             starts.extend(block)
             ends.extend(array("I", map(int.__add__, block, raw[2::_UINTS_PER_TOKEN])))
     finally:
         ci.conf.lib.clang_disposeTokens(tu, memory, count)
-    del tu  # libclang's copy of the file and its lexer state go now, not when the conversion is done
-    size = len(src)
-    # Tokens of the wrapper are outside the range asked for, except where the source leaves a comment or raw
-    # string open: then that token runs into the suffix and is cut back to the end of the source.
-    while len(starts) and starts[-1] >= size:
+    del tu  # libclang's copy of the piece and its lexer state go now
+    # Tokens of the wrapper are outside the range asked for, except where the piece leaves a comment or raw
+    # string open: then that token runs into the suffix and is cut back to the end of the piece.
+    while len(starts) and starts[-1] >= stop:
         kinds.pop(), starts.pop(), ends.pop()
-    if len(ends) and ends[-1] > size:
-        ends[-1] = size
-    return Tokens(src, kinds, starts, ends)
+    if len(ends) and ends[-1] > stop:
+        ends[-1] = stop
+    return kinds, starts, ends

@@ -14,11 +14,12 @@ from hipport.convert.context import ConversionContext, token_at
 
 _TYPES = (b"half2", b"half", b"__half2", b"__half", b"__nv_bfloat16", b"__nv_bfloat162")
 _DECLARED = re.compile(rb"\b(" + b"|".join(_TYPES) + rb")\s+((?:[A-Za-z_]\w*\s*(?:=\s*[^,;]*)?,\s*)*[A-Za-z_]\w*)")
+_EMPTY_BRACES = re.compile(rb"\{\s*\}")  # a search, not a copy of the file without its spaces
 _ASSIGN = re.compile(rb"\b([A-Za-z_]\w*)(\s*=\s*)\{\s*\}")
 
 
 def typed_empty_braces(ctx: ConversionContext) -> None:
-    if b"{}" not in ctx.src.replace(b" ", b"") or not any(t in ctx.src for t in _TYPES):
+    if not _EMPTY_BRACES.search(ctx.src) or not any(t in ctx.src for t in _TYPES):
         return
     types: dict[bytes, bytes] = {}
     for m in _DECLARED.finditer(ctx.src):

@@ -76,11 +76,12 @@ def template_close(tokens: Tokens, lt: int, limit: int | None = None) -> int | N
 
 def matching_close(tokens: Tokens, open_index: int) -> int | None:
     """Index of the bracket closing the one at ``open_index``. Brackets of any kind nest alike, as a count of
-    depth would have them; the table of every pair is made once per token stream, since a pass asks for many."""
+    depth would have them; the pairs are found once per token stream, since a pass asks for many."""
     table = tokens.brackets
     if table is None:
-        table = tokens.brackets = _bracket_table(tokens)
-    j = table[open_index] if 0 <= open_index < len(table) else -1
+        table = tokens.brackets = _bracket_pairs(tokens)
+    j = table.get(open_index, -1) if isinstance(table, dict) else \
+        (table[open_index] if 0 <= open_index < len(table) else -1)
     return j if j >= 0 else None
 
 
@@ -88,9 +89,12 @@ _OPEN_BYTES = frozenset(b"([{")
 _CLOSE_BYTES = frozenset(b")]}")
 
 
-def _bracket_table(tokens: Tokens) -> array:
+def _bracket_pairs(tokens: Tokens) -> array | dict:
+    """Per token the index of its closing bracket (-1 if none); as a dict of the pairs when brackets are rare
+    (a generated table of millions of numbers has two), else as an array of 4 bytes a token."""
     src, kinds, starts = tokens.src, tokens.kinds, tokens.starts
-    table = array("i", [-1]) * len(kinds)
+    sparse = 16 * (src.count(b"(") + src.count(b"[") + src.count(b"{")) < len(kinds)
+    table: array | dict = {} if sparse else array("i", [-1]) * len(kinds)
     stack: list[int] = []
     for i, kind in enumerate(kinds):
         if kind == PUNCT:

@@ -41,6 +41,7 @@ COMPOUND_OPERATORS = {b"+=", b"-=", b"*=", b"/="}
 # as HIP_vector_type's own non-template member, so `a += b` is ambiguous.
 VECTOR_TYPES = frozenset(f"{t}{n}" for t in ("char", "uchar", "short", "ushort", "int", "uint", "long", "ulong",
                                              "longlong", "ulonglong", "float", "double") for n in (1, 2, 3, 4))
+_BLANK = re.compile(rb"\s*")
 _BRANCHES = {b"elif", b"else", b"elifdef", b"elifndef"}
 
 
@@ -263,7 +264,7 @@ def _definition(ctx: ConversionContext, i: int, scope: tuple) -> tuple[Definitio
 
 def _line_start(ctx: ConversionContext, offset: int) -> tuple[int, bool]:
     at = ctx.lines.line_start(offset)
-    return at, not ctx.src[at:offset].strip()
+    return at, _BLANK.fullmatch(ctx.src, at, offset) is not None  # no copy of a line that may be megabytes
 
 
 def _after_line(ctx: ConversionContext, offset: int) -> tuple[int, bool]:
@@ -275,7 +276,7 @@ def _after_line(ctx: ConversionContext, offset: int) -> tuple[int, bool]:
         return len(src), False  # no newline after the body: not guarded (the #endif would need one)
     if nl > offset and src[nl - 1] == 0x0D:
         nl -= 1
-    return nl, not src[offset:nl].strip()
+    return nl, _BLANK.fullmatch(src, offset, nl) is not None
 
 
 def _block_at(ctx: ConversionContext, offset: int) -> tuple:
