@@ -63,3 +63,33 @@ def test_malformed_unmapped_entry_is_one_line(entry):
     with pytest.raises(RuleError) as err:
         _load_headers_file(Path("headers.toml"), {"unmapped": [entry]}, RuleSet())
     assert "headers.toml: `[[unmapped]]` #1" in str(err.value) and "\n" not in str(err.value)
+
+
+CUB_AND_STATUS = (b"#include <cub/block/block_load.cuh>\n#include <cub/util_type.cuh>\n#include <cub/util_debug.cuh>\n"
+                  b"#include <cublas_v2.h>\n#include <cstdio>\n"
+                  b"void report(cublasStatus_t s) { std::printf(\"%s\\n\", cublasGetStatusString(s)); }\n"
+                  b"__global__ void k(const int* in, int* out) {\n"
+                  b"  int items[4];\n"
+                  b"  cub::LoadDirectBlocked(threadIdx.x, in, items);\n"
+                  b"  out[threadIdx.x] = items[0];\n"
+                  b"}\n")
+
+
+def test_cub_sub_headers_and_the_cublas_status_string_build_with_rocm_6_2(rules, tmp_path):
+    # HeCBench's moe, quantVLLM (cub/util_type.cuh), blockScan (cub/block/*.cuh), gels and ludb
+    # (cublasGetStatusString): the sub-headers have hipCUB twins of the same path, the status string hipBLAS's.
+    from tests.hipcc import require_hipcc62, syntax_check
+
+    result = convert_source(CUB_AND_STATUS, rules, ConvertOptions(rocm_version=(6, 2)))
+    text = result.after.decode()
+    assert "#include <hipcub/block/block_load.hpp>\n#include <hipcub/util_type.hpp>\n#include <hipcub/hipcub.hpp>\n" \
+        in text
+    assert "hipblasStatusToString(s)" in text and "hipcub::LoadDirectBlocked" in text
+    assert not [f for f in result.findings if f.rule_id == "unsupported-header"]
+    again = convert_source(result.after, rules, ConvertOptions(rocm_version=(6, 2)))
+    assert again.after == result.after  # a second run changes nothing
+    require_hipcc62()
+    path = tmp_path / "k.cu"
+    path.write_bytes(result.after)
+    r = syntax_check(path, tree="6.2")
+    assert r.returncode == 0, r.stderr
