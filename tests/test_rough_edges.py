@@ -507,3 +507,24 @@ def test_9_every_fixture_finding_message_is_at_most_300_characters(rules):
         findings += [f for o in converts for f in convert_source(src, rules, o, path.name).findings]
         too_long += [(path.name, f.rule_id, len(f.message)) for f in findings if len(f.message) > 300]
     assert sorted(set(too_long)) == []
+
+
+def test_8_a_file_lexed_in_pieces_gives_the_tokens_of_one_lex():
+    """Big files are lexed a piece at a time (scan.lex) to bound libclang's memory; a comment, string or raw
+    string cut by a piece's end must come out whole, so tiny pieces give exactly the tokens of one lex."""
+    from hipport.scan import lex
+
+    tricky = (b'/* a block comment that runs over several pieces ' + b"x" * 300 + b' */\n'
+              b'const char* s = "a string ' + b"y" * 200 + b'";\n'
+              b'const char* r = R"delim(raw ) " still raw ' + b"z" * 150 + b')delim";\n'
+              b'#define LONG(a, b) \\\n  ((a) + \\\n   (b))\n'
+              b'// a line comment ' + b"w" * 250 + b'\n'
+              b'int x = 0x1f + 1e-3f + \'c\' + u8"u"[0];\n' * 20 + b"/* never closed")
+    from pathlib import Path
+
+    examples = Path(__file__).resolve().parents[1] / "examples" / "cuda"
+    sources = [tricky, *(p.read_bytes() for p in sorted(examples.rglob("*.cu")))]
+    for src in sources:
+        whole = lex(src)
+        pieces = lex(src, piece=257, margin=64)  # pieces smaller than many of the tokens above
+        assert (pieces.kinds, pieces.starts, pieces.ends) == (whole.kinds, whole.starts, whole.ends)
