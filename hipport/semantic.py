@@ -57,6 +57,7 @@ class Shim:
     code: str
     note: str
     source: str
+    include: str = ""    # a CUDA header HIP lacks: its include is replaced by the definition, `cuda` naming its API
 
 
 @dataclass(frozen=True, slots=True)
@@ -304,7 +305,7 @@ def _shims(path, data) -> dict:
             continue
         if not _IDENT.match(name) or not isinstance(e, dict):
             raise RuleError(f"{path}: `[{name}]` must be a table named by a C identifier")
-        unknown = set(e) - {"cuda", "hip_from", "guard", "code", "note", "source"}
+        unknown = set(e) - {"cuda", "hip_from", "guard", "code", "note", "source", "include"}
         if unknown:
             raise RuleError(f"{path}: `[{name}]` has unknown key `{sorted(unknown)[0]}`")
         cuda = e.get("cuda")
@@ -313,7 +314,10 @@ def _shims(path, data) -> dict:
         fields = {k: _str(path, name, k, e.get(k)) for k in ("guard", "code", "note", "source")}
         # "never": no HIP release declares the name (atomicInc_system: hip#2656 says none is planned)
         since = NEVER if e.get("hip_from") == "never" else _version(path, f"{name}.hip_from", e.get("hip_from"))
-        out[name] = Shim(name, tuple(cuda), since, **fields)
+        include = e.get("include", "")
+        if not isinstance(include, str):
+            raise RuleError(f"{path}: `[{name}]` key `include` must be a header name (a string)")
+        out[name] = Shim(name, tuple(cuda), since, **fields, include=include)
     return out
 
 

@@ -18,7 +18,7 @@ OPTIONS = ConvertOptions(rocm_version=(6, 3))
 # are left for the user on purpose. The rocSPARSE fixture targets Debian's rocSPARSE (5.3).
 COMPILED = ["runtime", "driver", "rtc", "curand", "cusparse", "cucomplex", "calls", "launch", "rocsparse", "rocrand",
             "register", "cg-order", "hostalloc", "defaults", "rtc-options", "old-rocm", "grid-constant", "memlocation", "dim3", "half-braces",
-            "cudart-cb", "atomic-system", "dp4a"]
+            "cudart-cb", "atomic-system", "dp4a", "cg-reduce"]
 
 
 def options_for(source: Path) -> ConvertOptions:

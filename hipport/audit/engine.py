@@ -25,6 +25,7 @@ from hipport.audit.checks.context import Context
 from hipport.audit.hazards import load_all_rules, load_hazards
 from hipport.model import FileResult, Finding
 from hipport.rocm import DEFAULT_ARCHS, NEWEST_ROCM
+from hipport.semantic import load_semantic
 
 
 # Check functions in the order they run; each takes a Context and reports through it.
@@ -149,6 +150,9 @@ def _with_conversion(ctx: Context, findings: list[Finding], converted: FileResul
     spans = [(ctx.lines.line_col(c.start), ctx.lines.line_col(max(c.end - 1, c.start)))
              for c in converted.conversions if c.category == "warp" and c.start >= 0]
     shimmed = {c.cuda for c in converted.conversions if c.category == "shim"}
+    for shim in (load_semantic().shims or {}).values():
+        if shim.include in shimmed:  # a header's stand-in answers the header and the API it names
+            shimmed.update(shim.cuda)
     rules = load_all_rules()
 
     def rewritten(f: Finding) -> bool:

@@ -39,6 +39,10 @@ def rewrite_includes(ctx: ConversionContext) -> None:
             if rule.remove:
                 _remove(ctx, d, rule.cuda)
                 continue
+            shim = header_shim(ctx, rule.cuda) if rule.unsupported else None
+            if shim is not None:
+                _stand_in(ctx, d, target, shim, seen)
+                continue
             if rule.unsupported and not (roc and rule.roc):
                 ctx.finding("unsupported-header", "warning", start, f"`{rule.cuda}`: {rule.unsupported}",
                              subject=rule.cuda)
@@ -60,6 +64,32 @@ def rewrite_includes(ctx: ConversionContext) -> None:
         seen.setdefault(new_header, []).append(d.block)
         if new_header == HIP_RUNTIME:
             ctx.has_runtime = True
+
+
+def header_shim(ctx: ConversionContext, header: str):
+    """The stand-in (rules/shims.toml) that replaces an include of ``header`` for the targeted release, or None."""
+    return next((s for s in (ctx.semantic.shims or {}).values()
+                 if s.include == header and ctx.options.rocm_version[:2] < s.hip_from[:2]), None)
+
+
+def _stand_in(ctx: ConversionContext, d: dirs.Directive, target: tuple, shim, seen: dict) -> None:
+    """The include of a header HIP lacks -> the definition rules/shims.toml has for it, after the HIP
+    cooperative-groups header (and the runtime header before that, which HIP 5.x's needs) where the block has
+    neither yet."""
+    from hipport.convert.shims import include_shim  # here: shims imports this module
+
+    start, end, _header = target
+    nl = ctx.newline()
+    groups = rocm.installed_header_layout(HIP_COOPERATIVE_GROUPS.decode()).encode()
+    prefix = b""
+    if not any(d.block[:len(b)] == b for b in seen.get(groups, ())):
+        if not _runtime_before(seen, d.block):
+            prefix += b"#include <" + HIP_RUNTIME + b">" + nl
+            seen.setdefault(HIP_RUNTIME, []).append(d.block)
+            ctx.has_runtime = True
+        prefix += b"#include <" + groups + b">" + nl
+        seen.setdefault(groups, []).append(d.block)
+    include_shim(ctx, shim, d.start, end + 1, start, prefix)
 
 
 def unmapped_note(patterns, header: str) -> str | None:

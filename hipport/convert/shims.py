@@ -5,7 +5,9 @@ build with an older release, and each such file is a program the user must debug
 known to be right, it is written once into the file, before the top-level declaration that first needs it, under
 the guard of rules/shims.toml (false where HIP has the name, so the same output builds with newer releases) and
 under a `HIPPORT_SHIM_<name>` macro, so that a header and the file including it do not define it twice. A file
-that declares the name itself is left alone, which also makes a second run change nothing.
+that declares the name itself is left alone, which also makes a second run change nothing. A stand-in for a whole
+header (`include` in rules/shims.toml: `<cooperative_groups/reduce.h>`) takes the place of its include line
+instead (include_shim, from the include pass); the include is gone afterwards, so a second run finds nothing to do.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ def add_shims(ctx: ConversionContext) -> None:
     if not present:
         return
     for name, shim in shims.items():
-        if target[:2] >= shim.hip_from[:2] or not any(c.encode() in present for c in shim.cuda):
+        if shim.include or target[:2] >= shim.hip_from[:2] or not any(c.encode() in present for c in shim.cuda):
             continue
         if ctx.options.roc and any(getattr(ctx.rules.names.get(c), "roc", None) for c in shim.cuda):
             continue  # --roc writes the ROC library's name (rocsparse_get_status_description), not this one
@@ -64,12 +66,29 @@ def add_shims(ctx: ConversionContext) -> None:
                     subject=name)
 
 
+def include_shim(ctx: ConversionContext, shim, start: int, end: int, at: int, prefix: bytes) -> None:
+    """Replace the include spanning bytes ``start``..``end`` (the `#` to the closing `>`; a comment after it stays)
+    by ``prefix`` (the includes the definition needs) and the guarded definition of ``shim``; ``at`` is the header
+    name's offset, where the finding points."""
+    nl = ctx.newline().decode()
+    macro = f"HIPPORT_SHIM_{shim.name}"
+    body = shim.code.strip("\n").replace("\n", nl)
+    text = (f"#if !defined({macro}) && {shim.guard}{nl}#define {macro}{nl}"
+            f"// hipport: HIP has no <{shim.include}>; this stands in for it{nl}{body}{nl}#endif").encode()
+    ctx.convert(start, end, prefix + text, shim.include, CATEGORY)
+    ctx.once.add(f"shim:{shim.name}")
+    ctx.finding("shim-added", "info", at, f"`<{shim.include}>` has no HIP form: hipport writes a stand-in here "
+                f"under `#if {shim.guard}`; {shim.note}", subject=shim.include)
+
+
 @lru_cache(maxsize=4)
 def _name_patterns(names: tuple) -> list[tuple[bytes, re.Pattern]]:
     """The CUDA names stand-ins answer, grouped by their first three characters: a substring test per group (fast)
     decides whether the group's regex runs over the file at all."""
     groups: dict[bytes, set] = {}
     for n in names:
+        if (load_semantic().shims or {})[n].include:
+            continue  # answered by its header's include, not by a call of these names
         for c in (load_semantic().shims or {})[n].cuda:
             groups.setdefault(c.encode()[:3], set()).add(c.encode())
     return [(prefix, re.compile(rb"\b(?:" + b"|".join(re.escape(c) for c in sorted(cs, key=len, reverse=True))
