@@ -58,6 +58,7 @@ class Shim:
     note: str
     source: str
     include: str = ""    # a CUDA header HIP lacks: its include is replaced by the definition, `cuda` naming its API
+    hip_header: str = ""  # the header a later HIP declares it in: included where it exists, instead of the stand-in
 
 
 @dataclass(frozen=True, slots=True)
@@ -305,7 +306,7 @@ def _shims(path, data) -> dict:
             continue
         if not _IDENT.match(name) or not isinstance(e, dict):
             raise RuleError(f"{path}: `[{name}]` must be a table named by a C identifier")
-        unknown = set(e) - {"cuda", "hip_from", "guard", "code", "note", "source", "include"}
+        unknown = set(e) - {"cuda", "hip_from", "guard", "code", "note", "source", "include", "hip_header"}
         if unknown:
             raise RuleError(f"{path}: `[{name}]` has unknown key `{sorted(unknown)[0]}`")
         cuda = e.get("cuda")
@@ -314,10 +315,11 @@ def _shims(path, data) -> dict:
         fields = {k: _str(path, name, k, e.get(k)) for k in ("guard", "code", "note", "source")}
         # "never": no HIP release declares the name (atomicInc_system: hip#2656 says none is planned)
         since = NEVER if e.get("hip_from") == "never" else _version(path, f"{name}.hip_from", e.get("hip_from"))
-        include = e.get("include", "")
-        if not isinstance(include, str):
-            raise RuleError(f"{path}: `[{name}]` key `include` must be a header name (a string)")
-        out[name] = Shim(name, tuple(cuda), since, **fields, include=include)
+        headers = {k: e.get(k, "") for k in ("include", "hip_header")}
+        if not all(isinstance(h, str) for h in headers.values()) or headers["hip_header"] and not headers["include"]:
+            raise RuleError(f"{path}: `[{name}]` keys `include` and `hip_header` are header names (strings), "
+                            f"`hip_header` only with `include`")
+        out[name] = Shim(name, tuple(cuda), since, **fields, **headers)
     return out
 
 

@@ -27,6 +27,7 @@ LIBRARY_PACKAGES = {
     "hipcub": None, "rocthrust": None, "thrust": None, "miopen": None, "rccl": None, "hipblaslt": None,
 }
 _INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*([<"])([^>"\n]+)[>"]', re.M)
+_HAS_INCLUDE = re.compile(rb'__has_include\s*\(\s*[<"]([^>"\n]+)[>"]')
 
 
 def include_roots() -> list[Path]:
@@ -54,7 +55,9 @@ def _includes_of(path: Path, mtime_ns: int, size: int) -> tuple[tuple[bool, str]
         data = path.read_bytes()
     except OSError:
         return ()
-    return tuple((m.group(1) == b"<", m.group(2).decode("utf-8", "replace").strip()) for m in _INCLUDE.finditer(data))
+    optional = {m.group(1).strip() for m in _HAS_INCLUDE.finditer(data)}  # included only where it exists
+    return tuple((m.group(1) == b"<", m.group(2).decode("utf-8", "replace").strip()) for m in _INCLUDE.finditer(data)
+                 if m.group(2).strip() not in optional)
 
 
 def missing_headers(files, include_dirs=(), roots=None) -> list[tuple[str, str | None]]:

@@ -27,6 +27,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from needs import need  # noqa: E402
 
 from hipport.audit.hazards import load_hazards  # noqa: E402
+from hipport.semantic import load_semantic  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures" / "wave64"
@@ -66,6 +67,12 @@ NOT_RUN = {
     "warpsize-constexpr": "a compile-time change (`constexpr` to `const`, array bounds), checked by compiling the "
                           "fixed audit fixtures with hipcc; `qualifiers` runs one such patch",
     "launch-warps-32": "reports a launch shape and carries no patch",
+}
+# Stand-ins convert writes (rules/shims.toml) that shuffle across lanes, not run here either, and why.
+SHIMS_NOT_RUN = {
+    "cooperative_groups_reduce": "cooperative groups: HIP-CPU has none, so the xor butterfly over a "
+                                 "`thread_block_tile<N>` is compiled (tests/fixtures/convert/cg-reduce.hip.cu with "
+                                 "HIP 5.2 and ROCm 6.2.2), not run on 64 lanes",
 }
 # The per-lane arrays of 32 (`warp-loop-32`'s `[32]` to `[64]`, `lane-math-32`'s `[32 * F]`) are not run either:
 # unpatched, lanes 32-63 write past the array, which is undefined, not a wrong answer a test can expect.
@@ -158,6 +165,12 @@ def test_every_warp_level_rule_is_run_or_says_why():
     assert WARP_RULES <= set(load_hazards())
     assert not covered & set(NOT_RUN)
     assert WARP_RULES == covered | set(NOT_RUN)
+
+
+def test_every_lane_shuffling_stand_in_is_run_or_says_why():
+    shims = load_semantic().shims or {}
+    shuffling = {name for name, shim in shims.items() if "shfl" in shim.code}
+    assert shuffling == set(SHIMS_NOT_RUN)
 
 
 @pytest.mark.parametrize("name", sorted(PROGRAMS))

@@ -202,6 +202,8 @@ def show(ctx, name, rule_dirs, hipify_perl, no_hipify_perl, config_path):
         _show_name(src, rules.names[name], semantic)
     elif name in rules.headers:
         _show_header(src, name)
+        for line in semantic[1:]:  # a stand-in that replaces the header's include
+            click.echo(line)
     elif name in rules.namespaces:
         click.echo(f"{name}  (namespace)\n  HIP: {rules.namespaces[name]}  (`{name}::` and `namespace {name}` are "
                    f"renamed)")
@@ -359,7 +361,13 @@ def _semantic_lines(sem: Semantic, name: str) -> list[str]:
                   + ("; ".join(_op_text(op) for op in rw.ops) or "renamed only, arguments left as written")
                   + (f" (reported: {rw.note})" if rw.note else "")]
     for shim in (sem.shims or {}).values():
-        if name == shim.name or name in shim.cuda:
+        if shim.include and name in (shim.name, shim.include, *shim.cuda):
+            lines += [f"{name}  (stand-in for <{shim.include}>, rules/shims.toml)",
+                      f"  convert:      the include of `<{shim.include}>` becomes a definition of "
+                      f"{', '.join(f'`{c}`' for c in shim.cuda)} under `#if {shim.guard}`"
+                      + (f", or `<{shim.hip_header}>` where HIP has it" if shim.hip_header else "")
+                      + f" (shim-added); {shim.note}"]
+        elif name == shim.name or name in shim.cuda:
             never = shim.hip_from >= NEVER
             when = "always (HIP has no form of it)" if never else f"when targeting a ROCm older than {v(shim.hip_from)}"
             lines += [f"{name}  (stand-in definition, rules/shims.toml)",

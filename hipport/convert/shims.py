@@ -73,12 +73,19 @@ def include_shim(ctx: ConversionContext, shim, start: int, end: int, at: int, pr
     nl = ctx.newline().decode()
     macro = f"HIPPORT_SHIM_{shim.name}"
     body = shim.code.strip("\n").replace("\n", nl)
-    text = (f"#if !defined({macro}) && {shim.guard}{nl}#define {macro}{nl}"
-            f"// hipport: HIP has no <{shim.include}>; this stands in for it{nl}{body}{nl}#endif").encode()
+    if shim.hip_header:  # a HIP that ships the header builds with its own definitions, not these
+        text = (f"#if __has_include(<{shim.hip_header}>){nl}#include <{shim.hip_header}>{nl}"
+                f"#elif !defined({macro}) && {shim.guard}{nl}#define {macro}{nl}"
+                f"// hipport: where HIP lacks <{shim.hip_header}>, this stands in for <{shim.include}>{nl}")
+    else:
+        text = (f"#if !defined({macro}) && {shim.guard}{nl}#define {macro}{nl}"
+                f"// hipport: HIP has no <{shim.include}>; this stands in for it{nl}")
+    text = (text + f"{body}{nl}#endif").encode()
     ctx.convert(start, end, prefix + text, shim.include, CATEGORY)
     ctx.once.add(f"shim:{shim.name}")
-    ctx.finding("shim-added", "info", at, f"`<{shim.include}>` has no HIP form: hipport writes a stand-in here "
-                f"under `#if {shim.guard}`; {shim.note}", subject=shim.include)
+    later = f" (later HIP: `<{shim.hip_header}>`, used if present)" if shim.hip_header else ""
+    ctx.finding("shim-added", "info", at, f"HIP {_v(ctx.options.rocm_version)} has no `<{shim.include}>`{later}: "
+                f"hipport writes a stand-in under `#if {shim.guard}`; {shim.note}", subject=shim.include)
 
 
 @lru_cache(maxsize=4)
