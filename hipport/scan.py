@@ -90,8 +90,29 @@ _PIECE = 1 << 20
 _MARGIN = 1 << 16
 
 
+# The last few files lexed, kept for the next lex of the same bytes: the audit converts each file in memory and
+# then judges the same bytes (or the AMD build's view of them, the same object where no branch is dead), and
+# libclang is the largest cost of both. Small and large files are not kept (a parameter list, a generated table).
+_RECENT: list[tuple[bytes, Tokens]] = []
+_RECENT_SIZES = (256, 1 << 20)
+
+
 def lex(src: bytes, piece: int = _PIECE, margin: int = _MARGIN) -> Tokens:
-    """Tokenize ``src`` with libclang's lexer (comments kept as tokens)."""
+    """Tokenize ``src`` with libclang's lexer (comments kept as tokens). The arrays of the result are shared with
+    any later lex of the same bytes: read them, never change them."""
+    keep = _RECENT_SIZES[0] <= len(src) <= _RECENT_SIZES[1] and piece == _PIECE
+    if keep:
+        for seen, tokens in _RECENT:
+            if seen is src or seen == src:
+                return tokens
+    tokens = _lex(src, piece, margin)
+    if keep:
+        _RECENT.insert(0, (src, tokens))
+        del _RECENT[2:]
+    return tokens
+
+
+def _lex(src: bytes, piece: int, margin: int) -> Tokens:
     kinds, starts, ends = array("I"), array("I"), array("I")
     at, size = 0, len(src)
     while at < size:
