@@ -135,3 +135,16 @@ def candidates(tokens: Tokens, rules: RuleSet) -> list[int]:
     return found
 
 
+def top_of_file(ctx: ConversionContext) -> int | None:
+    """Where an include the file lacks goes: after its include guard and its leading comments (None: the file has
+    nothing but comments)."""
+    guard = ctx.structure.guard
+    kinds = ctx.tokens.kinds
+    start_index = guard.last if guard is not None else 0
+    first = next((i for i in range(start_index, len(ctx.tokens)) if kinds[i] != COMMENT), None)
+    if first is None:
+        return None
+    at = ctx.lines.line_start(ctx.tokens.starts[first])
+    if first > 0 and ctx.tokens.ends[first - 1] > at:  # a comment ends on this line: stay after it
+        at = ctx.tokens.starts[first]
+    return at

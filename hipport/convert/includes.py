@@ -8,7 +8,7 @@ from fnmatch import fnmatchcase
 
 from hipport import directives as dirs
 from hipport import rocm
-from hipport.convert.context import ConversionContext, token_at
+from hipport.convert.context import ConversionContext, token_at, top_of_file
 from hipport.scan import COMMENT, IDENT, PUNCT
 
 HIP_RUNTIME = b"hip/hip_runtime.h"
@@ -143,21 +143,6 @@ def _scan_device_code(ctx: ConversionContext) -> bool:
 # had to include it themselves.
 _IMPLICIT_RUNTIME_SUFFIXES = (".cu", ".cuh", ".h", ".hpp", ".hh", ".hxx", ".inl", ".inc")
 _RUNTIME_CATEGORIES = frozenset({"runtime", "driver"})
-
-
-def top_of_file(ctx: ConversionContext) -> int | None:
-    """Where an include the file lacks goes: after its include guard and its leading comments (None: the file has
-    nothing but comments)."""
-    guard = ctx.structure.guard
-    kinds = ctx.tokens.kinds
-    start_index = guard.last if guard is not None else 0
-    first = next((i for i in range(start_index, len(ctx.tokens)) if kinds[i] != COMMENT), None)
-    if first is None:
-        return None
-    at = ctx.lines.line_start(ctx.tokens.starts[first])
-    if first > 0 and ctx.tokens.ends[first - 1] > at:  # a comment ends on this line: stay after it
-        at = ctx.tokens.starts[first]
-    return at
 
 
 def insert_runtime_include(ctx: ConversionContext) -> None:

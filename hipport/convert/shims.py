@@ -17,8 +17,7 @@ import re
 from functools import lru_cache
 
 from hipport.convert.calls import next_code
-from hipport.convert.context import ConversionContext
-from hipport.convert.includes import top_of_file
+from hipport.convert.context import ConversionContext, top_of_file
 from hipport.scan import COMMENT, IDENT, KEYWORD
 from hipport.semantic import NEVER, load_semantic
 
