@@ -69,6 +69,14 @@ def convert_source(src: bytes, rules: RuleSet, options: ConvertOptions = Convert
     return run_passes(ConversionContext(path, src, rules, options))
 
 
+def lexed_input(src: bytes, rules: RuleSet) -> bytes | None:
+    """The bytes `convert_source` will hand the lexer for ``src``, or None when it will not lex it: what a run lexes
+    ahead, many files at a time (`scan.lexed_ahead`)."""
+    if src.startswith(_BOM):
+        src = src[len(_BOM):]
+    return src if _may_need_work(src, rules) else None
+
+
 _BOM = b"\xef\xbb\xbf"
 _INCLUDE = re.compile(rb"^[ \t]*#[ \t]*include[ \t]*[<\"]([^>\"\n]+)", re.M)
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from hipport.cache import ResultCache
 from hipport.convert.build import convert_build_text
 from hipport.convert.context import ConvertOptions
-from hipport.convert.engine import convert_source
+from hipport.convert.engine import convert_source, lexed_input
 from hipport.files import (
     AtomicBatch,
     InputError,
@@ -38,7 +38,7 @@ from hipport.files import (
 )
 from hipport.model import FileResult
 from hipport.rules import RuleSet
-from hipport.scan import LexError
+from hipport.scan import LexError, lexed_ahead
 
 # A step run on each converted result before it is cached or written; it must be picklable (worker processes).
 PostStep = Callable[[FileResult], None]
@@ -46,18 +46,30 @@ PostStep = Callable[[FileResult], None]
 
 
 
-def convert_one(source: Source, rules: RuleSet, options: ConvertOptions,
-                cache: ResultCache | None = None, post: PostStep | None = None) -> tuple[FileResult, object]:
-    """Convert one file; a file that cannot be read, is binary or cannot be lexed comes back with ``error`` set
-    (a one-line message naming it), never raises. ``post``, when given, works on the converted result before it
-    is cached or written (the audit's suggested patches, wired in by the command line)."""
-    path = str(source.path)
+Loaded = tuple  # (bytes, os.stat_result, what the result cache holds for them or None), or the InputError raised
+
+
+def load(source: Source, cache: ResultCache | None) -> Loaded:
     try:
         src, st = load_source(source)
     except InputError as exc:
-        return FileResult(path, b"", None, error=str(exc)), None
-    key = os.fsencode(path) + b"\0" + (f"build:{source.build}\0".encode() if source.build else b"") + src
-    cached = cache.get(key) if cache is not None else None
+        return exc
+    return src, st, cache.get(_cache_key(source, src)) if cache is not None else None
+
+
+def convert_one(source: Source, rules: RuleSet, options: ConvertOptions,
+                cache: ResultCache | None = None, post: PostStep | None = None,
+                loaded: Loaded | InputError | None = None) -> tuple[FileResult, object]:
+    """Convert one file; a file that cannot be read, is binary or cannot be lexed comes back with ``error`` set
+    (a one-line message naming it), never raises. ``post``, when given, works on the converted result before it
+    is cached or written (the audit's suggested patches, wired in by the command line). ``loaded``: what `load`
+    gave for it, when it was read already."""
+    path = str(source.path)
+    if loaded is None:
+        loaded = load(source, cache)
+    if isinstance(loaded, InputError):
+        return FileResult(path, b"", None, error=str(loaded)), None
+    src, st, cached = loaded
     if cached is not None:
         findings, unknown, defines = cached
         return FileResult(path, src, src, findings=findings, unknown=unknown, defines=defines), st
@@ -77,8 +89,40 @@ def convert_one(source: Source, rules: RuleSet, options: ConvertOptions,
                                                  f"{str(exc)[:200]}); file left unchanged, please report it"), st
     if cache is not None and not result.changed:
         # Only files with nothing to change are remembered: a changed file is written now and is one next time.
-        cache.put(key, (result.findings, result.unknown, result.defines))
+        cache.put(_cache_key(source, src), (result.findings, result.unknown, result.defines))
     return result, st
+
+
+def _cache_key(source: Source, src: bytes) -> bytes:
+    return os.fsencode(str(source.path)) + b"\0" + (f"build:{source.build}\0".encode() if source.build else b"") + src
+
+
+# Sources read ahead of their conversion, so that they are lexed together (`scan.lexed_ahead`), up to this many
+# bytes at a time: a batch of large files is read one at a time as before.
+READ_AHEAD_BYTES = 1 << 20
+
+
+def read_ahead(batch: list[Source], rules: RuleSet, cache: ResultCache | None) -> tuple[list, list[bytes]]:
+    """What `load` gives for the first sources of ``batch`` (up to READ_AHEAD_BYTES; None for the rest), and the
+    bytes among them the engine will lex: those not in the result cache."""
+    loaded: list = []
+    ahead: list[bytes] = []
+    size = 0
+    for source in batch:
+        if size >= READ_AHEAD_BYTES:
+            loaded.append(None)
+            continue
+        item = load(source, cache)
+        loaded.append(item)
+        if isinstance(item, InputError) or source.build is not None:
+            continue
+        size += len(item[0])
+        if item[2] is not None:
+            continue
+        text = lexed_input(item[0], rules)
+        if text is not None:
+            ahead.append(text)
+    return loaded, ahead
 
 
 # Below this many files a worker pool costs more to start than it saves.
@@ -94,9 +138,9 @@ def default_jobs() -> int:
 
 def _process(source: Source, rules: RuleSet, options: ConvertOptions, write: str,
              output_dir: Path | None, force: bool = False, stop=None, cache=None, post=None,
-             batch: _Batch | None = None) -> FileResult | None:
+             batch: _Batch | None = None, loaded: Loaded | InputError | None = None) -> FileResult | None:
     """Convert one source and write it; with ``batch``, the write is completed by ``batch.commit()``."""
-    result, st = convert_one(source, rules, options, cache, post)
+    result, st = convert_one(source, rules, options, cache, post, loaded)
     if result.error is not None or write == "none":
         return result
     if stop is not None and stop.is_set():
@@ -180,9 +224,11 @@ def _work(batch: list[Source]) -> list[FileResult | None]:
     rules, options, write, output_dir, force, stop, cache, post = _worker_state
     written = _Batch()
     try:
-        return [None if stop.is_set() else
-                _process(source, rules, options, write, output_dir, force, stop, cache, post, written)
-                for source in batch]
+        loaded, ahead = read_ahead(batch, rules, cache)
+        with lexed_ahead(ahead):
+            return [None if stop.is_set() else
+                    _process(source, rules, options, write, output_dir, force, stop, cache, post, written, item)
+                    for source, item in zip(batch, loaded)]
     finally:
         written.commit()
 
@@ -250,10 +296,12 @@ def convert_tree(
                 chunk = sources[first:first + BATCH_FILES]
                 written = _Batch()
                 try:
-                    for source in chunk:
-                        raise_if_interrupted()
-                        results.append(_process(source, rules, options, write, output_dir, force, cache=cache,
-                                                post=post, batch=written))
+                    loaded, ahead = read_ahead(chunk, rules, cache)
+                    with lexed_ahead(ahead):
+                        for source, item in zip(chunk, loaded):
+                            raise_if_interrupted()
+                            results.append(_process(source, rules, options, write, output_dir, force, cache=cache,
+                                                    post=post, batch=written, loaded=item))
                 except BaseException:
                     written.keep_only(results[first:])
                     raise
