@@ -134,6 +134,7 @@ def installed_names() -> frozenset[str]:
 
 
 _COMMENT = re.compile(rb"//[^\n]*|/\*.*?\*/", re.S)
+_WORD_BYTE = re.compile(rb"\w")
 _DEVICE_WORDS = re.compile(rb"\b(?:__device__|__DEVICE__|__HOST_DEVICE__|__forceinline__)\b")
 
 
@@ -158,9 +159,13 @@ def hip_device_functions(name: str) -> tuple[tuple[bytes, str], ...]:
     """(parameter list text, header) of each non-template device function named ``name`` that the installed HIP
     headers declare or define at namespace scope (`__device__ inline float atomicMax(float* address, float val)`)."""
     found = []
-    pattern = re.compile(rb"\b" + re.escape(name.encode()) + rb"\s*\(([^()]*)\)\s*(?:const\s*)?(?:noexcept\s*)?[{;]")
+    # No `\b` before the name: a pattern starting with a literal is searched for as one (14 ms a name -> 1), so the
+    # word boundary is checked here.
+    pattern = re.compile(re.escape(name.encode()) + rb"\s*\(([^()]*)\)\s*(?:const\s*)?(?:noexcept\s*)?[{;]")
     for path, code in _hip_header_code():
         for m in pattern.finditer(code):
+            if m.start() and _WORD_BYTE.match(code, m.start() - 1):
+                continue
             before = max(code.rfind(b";", 0, m.start()), code.rfind(b"{", 0, m.start()),
                          code.rfind(b"}", 0, m.start()), code.rfind(b"#", 0, m.start()))
             prefix = code[before + 1 : m.start()]

@@ -8,6 +8,7 @@ closes it before anything that cannot sit inside one (`;`, `{`, `}`, `&&`, `||` 
 
 from __future__ import annotations
 
+import re
 from array import array
 from dataclasses import dataclass
 
@@ -85,24 +86,25 @@ def matching_close(tokens: Tokens, open_index: int) -> int | None:
     return j if j >= 0 else None
 
 
-_OPEN_BYTES = frozenset(b"([{")
-_CLOSE_BYTES = frozenset(b")]}")
+_BRACKET = re.compile(rb"[][(){}]")
+_OPENING = frozenset(b"([{")
 
 
 def _bracket_pairs(tokens: Tokens) -> array | dict:
     """Per token the index of its closing bracket (-1 if none); as a dict of the pairs when brackets are rare
-    (a generated table of millions of numbers has two), else as an array of 4 bytes a token."""
-    src, kinds, starts = tokens.src, tokens.kinds, tokens.starts
-    sparse = 16 * (src.count(b"(") + src.count(b"[") + src.count(b"{")) < len(kinds)
-    table: array | dict = {} if sparse else array("i", [-1]) * len(kinds)
+    (a generated table of millions of numbers has two), else as an array of 4 bytes a token. A token whose first
+    byte is a bracket is one (no literal, comment or name starts with one)."""
+    firsts = tokens.first_bytes()
+    src = tokens.src
+    sparse = 16 * (src.count(b"(") + src.count(b"[") + src.count(b"{")) < len(firsts)
+    table: array | dict = {} if sparse else array("i", [-1]) * len(firsts)
     stack: list[int] = []
-    for i, kind in enumerate(kinds):
-        if kind == PUNCT:
-            c = src[starts[i]]
-            if c in _OPEN_BYTES:
-                stack.append(i)
-            elif c in _CLOSE_BYTES and stack:
-                table[stack.pop()] = i
+    for m in _BRACKET.finditer(firsts):
+        i = m.start()
+        if firsts[i] in _OPENING:
+            stack.append(i)
+        elif stack:
+            table[stack.pop()] = i
     return table
 
 

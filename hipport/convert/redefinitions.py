@@ -16,6 +16,7 @@ that already names a HIP platform macro is the user's choice and is left alone, 
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections import Counter
 from dataclasses import dataclass
@@ -42,6 +43,7 @@ COMPOUND_OPERATORS = {b"+=", b"-=", b"*=", b"/="}
 VECTOR_TYPES = frozenset(f"{t}{n}" for t in ("char", "uchar", "short", "ushort", "int", "uint", "long", "ulong",
                                              "longlong", "ulonglong", "float", "double") for n in (1, 2, 3, 4))
 _BLANK = re.compile(rb"\s*")
+_BRACE = re.compile(rb"[{}]")
 _BRANCHES = {b"elif", b"else", b"elifdef", b"elifndef"}
 
 
@@ -183,18 +185,28 @@ def definitions(ctx: ConversionContext) -> list[Definition]:
     n = len(tokens)
     out: list[Definition] = []
     scope: list[bytes | None] = []   # per open brace: a namespace's name (b"" anonymous / extern "C"), None other
+    inside = 0                       # how many of them are not namespaces: a body, a class, an initializer
+    braces = _braces(tokens, in_directive)
     i = 0
     while i < n:
-        if in_directive[i] or kinds[i] == COMMENT:
+        if inside:
+            # Within a body or a class nothing is at namespace scope: only its braces matter, go to the next.
+            at = bisect.bisect_left(braces, i)
+            if at == len(braces):
+                break
+            i = braces[at]
+        elif in_directive[i] or kinds[i] == COMMENT:
             i += 1
             continue
         kind, text = kinds[i], tokens.text(i)
         if kind == PUNCT and text == b"{":
-            scope.append(_namespace_of(tokens, i, in_directive))
+            s = _namespace_of(tokens, i, in_directive)
+            scope.append(s)
+            inside += s is None
         elif kind == PUNCT and text == b"}":
             if scope:
-                scope.pop()
-        elif (kind == IDENT or kind == KEYWORD and text == b"operator") and all(s is not None for s in scope):
+                inside -= scope.pop() is None
+        elif kind == IDENT or kind == KEYWORD and text == b"operator":
             found = _definition(ctx, i, tuple(s for s in scope if s))
             if found is not None:
                 d, body_close = found
@@ -203,6 +215,11 @@ def definitions(ctx: ConversionContext) -> list[Definition]:
                 continue
         i += 1
     return out
+
+
+def _braces(tokens: Tokens, in_directive) -> list[int]:
+    """Indices of the `{` and `}` tokens outside directives."""
+    return [m.start() for m in _BRACE.finditer(tokens.first_bytes()) if not in_directive[m.start()]]
 
 
 def _namespace_of(tokens: Tokens, brace: int, in_directive) -> bytes | None:
