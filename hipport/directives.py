@@ -3,11 +3,13 @@ conditional block it sits in. Raw lexing gives ``#`` and names as ordinary token
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from hipport.scan import COMMENT, IDENT, KEYWORD, LITERAL, PUNCT, Lines, Tokens
 
 _OPENERS = {b"if", b"ifdef", b"ifndef"}
+_HASH = re.compile(rb"#")
 _BRANCHES = {b"elif", b"else", b"elifdef", b"elifndef"}
 
 
@@ -63,31 +65,34 @@ def analyse(tokens: Tokens, lines: Lines) -> Structure:
     directives: list[Directive] = []
     stack: list[int] = []
     next_block = 0
-    prev_end = -1
-    i = 0
-    while i < n:
-        if kinds[i] == PUNCT and ends[i] - starts[i] == 1 and src[starts[i]] == 0x23:  # '#'
-            line_start = lines.line_start(starts[i])
-            if prev_end <= line_start and not src[line_start:starts[i]].strip():
-                last, end = _directive_end(src, tokens, lines, i)
-                name = b""
-                if i + 1 < last and kinds[i + 1] in (IDENT, KEYWORD):
-                    name = tokens.text(i + 1)
-                if name in _OPENERS:
-                    stack.append(next_block)
-                    next_block += 1
-                block = tuple(stack)
-                if name == b"endif" and stack:
-                    stack.pop()
-                directives.append(Directive(name, i, last, line_start, end, block))
-                for k in range(i, last):
-                    in_directive[k] = 1
-                prev_end = ends[last - 1]
-                i = last
-                continue
-        if kinds[i] != COMMENT:
-            prev_end = ends[i]
-        i += 1
+    after = 0  # index one past the last directive's tokens
+    # Only the `#` tokens are visited (a token starting with `#` is `#` or `##`; one in a comment or a string is
+    # inside that token), not every token of the file.
+    for m in _HASH.finditer(tokens.first_bytes()):
+        i = m.start()
+        if i < after or ends[i] - starts[i] != 1:
+            continue  # in a directive already (a stringizing `#` of a macro), or `##`
+        # What ends last before it: the last token that is not a comment, or the previous directive's last.
+        k = i - 1
+        while k >= after and kinds[k] == COMMENT:
+            k -= 1
+        prev_end = ends[k] if k >= 0 else -1
+        line_start = lines.line_start(starts[i])
+        if prev_end > line_start or src[line_start:starts[i]].strip():
+            continue  # not at the start of its line: an ordinary `#`
+        last, end = _directive_end(src, tokens, lines, i)
+        name = b""
+        if i + 1 < last and kinds[i + 1] in (IDENT, KEYWORD):
+            name = tokens.text(i + 1)
+        if name in _OPENERS:
+            stack.append(next_block)
+            next_block += 1
+        block = tuple(stack)
+        if name == b"endif" and stack:
+            stack.pop()
+        directives.append(Directive(name, i, last, line_start, end, block))
+        in_directive[i:last] = b"\x01" * (last - i)
+        after = last
     guard, guard_block = _find_guard(tokens, directives)
     return Structure(directives, in_directive, guard, guard_block)
 
