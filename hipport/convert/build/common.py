@@ -116,26 +116,14 @@ class BuildContext:
 
 def split_words(text: str, start: int, end: int, *, quotes: bool = True) -> list[Word]:
     """Blank-separated words of ``text[start:end]``; a backslash-newline is a blank; quotes group (``quotes``)."""
-    words: list[Word] = []
-    i = start
-    while i < end:
-        c = text[i]
-        if c in " \t\r\n" or (c == "\\" and i + 1 < end and text[i + 1] == "\n"):
-            i += 2 if c == "\\" else 1
-            continue
-        j = i
-        while j < end:
-            c = text[j]
-            if c in " \t\r\n" or (c == "\\" and j + 1 < end and text[j + 1] == "\n"):
-                break
-            if quotes and c in "\"'":
-                close = text.find(c, j + 1, end)
-                j = end if close < 0 else close + 1
-                continue
-            j += 1
-        words.append(Word(i, j, text[i:j]))
-        i = j
-    return words
+    pattern = _QUOTED_WORD if quotes else _WORD
+    return [Word(m.start(), m.end(), m.group()) for m in pattern.finditer(text, start, end)]
+
+
+# A word: anything but a blank (space, tab, CR, LF, or a backslash-newline); a quote runs to its match, or to the
+# end when it has none.
+_WORD = re.compile(r"(?:[^ \t\r\n\\]|\\(?!\n))+")
+_QUOTED_WORD = re.compile(r"""(?:[^ \t\r\n\\"']|\\(?!\n)|"[^"]*(?:"|\Z)|'[^']*(?:'|\Z))+""")
 
 
 def _unquote(value: str) -> str:
@@ -310,6 +298,19 @@ def _compiler(ctx: BuildContext, word: Word) -> bool:
 
 
 def path_pattern(rules: MakeRules) -> re.Pattern:
+    # Built once per rule set: every line of every build file asks (re's own cache still costs the escaping).
+    cached = _PATH_PATTERNS.get(id(rules))
+    if cached is not None and cached[0] is rules:
+        return cached[1]
+    pattern = _path_pattern(rules)
+    _PATH_PATTERNS[id(rules)] = (rules, pattern)
+    return pattern
+
+
+_PATH_PATTERNS: dict[int, tuple[MakeRules, re.Pattern]] = {}
+
+
+def _path_pattern(rules: MakeRules) -> re.Pattern:
     names = "|".join(map(re.escape, rules.path_variables))
     prefixes = "|".join(map(re.escape, rules.path_prefixes))
     return re.compile(
