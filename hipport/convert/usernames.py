@@ -85,6 +85,9 @@ _USING_NAMESPACE = re.compile(rb"\busing\s+namespace\b")
 _ALIAS = re.compile(rb"\bnamespace\s+([A-Za-z_]\w*)\s*=\s*:?:?\s*([A-Za-z_]\w*)")
 _USING, _ENUMERATOR = b"\0using", b"\0enumerator"  # markers for pending declarations
 _HEAD_LIMIT = 256  # tokens looked back from a `{` for what opens it
+_STATEMENT_ENDS = frozenset(b";{}")
+_CLOSING = frozenset(b")]")
+_OPENING = frozenset(b"([")
 
 
 @dataclass(slots=True)
@@ -326,11 +329,12 @@ class UserNames:
         opens = [-1]
         stack = [0]
         starts = tokens.starts
-        for m in _BRACE.finditer(src):
-            k = bisect.bisect_left(starts, m.start())
-            if k >= n or starts[k] != m.start() or kinds[k] != PUNCT or in_directive[k]:
+        firsts = tokens.first_bytes()
+        for m in _BRACE.finditer(firsts):  # a token starting with a brace is that brace
+            k = m.start()
+            if in_directive[k]:
                 continue
-            if src[m.start()] == 0x7B:  # {
+            if firsts[k] == 0x7B:  # {
                 scope = self._open_scope(k, stack[-1], scopes)
                 scopes.append(scope)
                 opens.append(k)
@@ -364,22 +368,29 @@ class UserNames:
     def _head(self, brace: int) -> list[int]:
         """Code tokens of the statement a `{` ends (back to the previous `;`, `{` or `}`), in order."""
         tokens = self.tokens
+        kinds, in_directive, firsts = tokens.kinds, self.in_directive, tokens.first_bytes()
         head = []
         depth = 0
-        j = self._prev(brace - 1)
+        j = brace - 1
+        # Every token is looked at here, so the test is on its first byte: a punctuator starting with `;{}()[]` is
+        # that one character.
         while j >= 0 and len(head) < _HEAD_LIMIT:
-            t = tokens.text(j)
-            if tokens.kinds[j] == PUNCT:
-                if t in (b";", b"{", b"}") and depth == 0:
+            kind = kinds[j]
+            if kind == COMMENT or in_directive[j]:
+                j -= 1
+                continue
+            if kind == PUNCT:
+                c = firsts[j]
+                if c in _STATEMENT_ENDS and depth == 0:
                     break
-                if t in (b")", b"]"):
+                if c in _CLOSING:
                     depth += 1
-                elif t in (b"(", b"["):
+                elif c in _OPENING:
                     depth -= 1
                     if depth < 0:
                         return []  # a brace inside parentheses: a lambda or braced argument
             head.append(j)
-            j = self._prev(j - 1)
+            j -= 1
         head.reverse()
         return head
 
