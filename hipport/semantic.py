@@ -7,8 +7,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import lru_cache
+from pathlib import Path
 
-from hipport.rules import RuleError, _read_toml, builtin_rules_dir
+from hipport.rules import RuleError, _read_toml, builtin_rules_dir, load_cached
 
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _VERSION = re.compile(r"^\d+\.\d+(\.\d+)?$")
@@ -323,9 +324,20 @@ def _shims(path, data) -> dict:
     return out
 
 
+_FILES = ("calls.toml", "macros.toml", "warp.toml", "roc.toml", "shims.toml")
+
+
 @lru_cache(maxsize=1)
 def load_semantic() -> Semantic:
+    """The tables of rules/*.toml, from the user cache while no file changed: parsing them cost the audit of one
+    changed file (a pre-commit hook) a tenth of its time."""
     base = builtin_rules_dir()
+    here = Path(__file__).parent  # this module and the SIMD code it writes: the cached objects are theirs
+    return load_cached("semantic", [here / "semantic.py", here / "simd.py", *(base / n for n in _FILES)],
+                       lambda: _parse(base))
+
+
+def _parse(base: Path) -> Semantic:
     calls_path, macros_path, warp_path = base / "calls.toml", base / "macros.toml", base / "warp.toml"
     calls, macros, warp = _read_toml(calls_path), _read_toml(macros_path), _read_toml(warp_path)
     roc_path = base / "roc.toml"

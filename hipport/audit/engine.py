@@ -4,7 +4,6 @@ suggested fix where one can be given. Never writes sources; `apply_suggestions` 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
 
 from hipport.audit import amd_view, compat, helpers, suppressions
 from hipport.audit.checks import (
@@ -23,8 +22,8 @@ from hipport.audit.checks import (
 from hipport.audit.checks.common import wave_conditional_lines
 from hipport.audit.checks.context import Context
 from hipport.audit.hazards import load_all_rules, load_hazards
+from hipport.audit.options import AuditOptions
 from hipport.model import FileResult, Finding
-from hipport.rocm import DEFAULT_ARCHS, NEWEST_ROCM
 from hipport.semantic import load_semantic
 
 
@@ -40,21 +39,6 @@ _MASK_RULES = frozenset({"warp-mask-32bit", "warp-builtin-unavailable"})
 
 # Rules about counting 32 lanes: silent where the code itself tests the wavefront size.
 _LANE_COUNT_RULES = frozenset({"warp-loop-32", "lane-math-32", "ballot-32bit", "launch-warps-32"})
-
-
-@dataclass(frozen=True)
-class AuditOptions:
-    offload_arch: tuple[str, ...] = DEFAULT_ARCHS
-    rocm_version: tuple[int, ...] = NEWEST_ROCM
-    select: frozenset[str] = field(default_factory=frozenset)   # empty: every rule
-    ignore: frozenset[str] = field(default_factory=frozenset)
-    # Folders searched for `#include "..."` headers after the including file's own (the project's -I folders).
-    include_dirs: tuple[str, ...] = ()
-    # The project's own switches for its AMD build (`USE_ROCM`, `GGML_USE_HIP=1`), from settings and build files.
-    defines: tuple[str, ...] = ()
-
-    def wants(self, rule_id: str) -> bool:
-        return (not self.select or rule_id in self.select) and rule_id not in self.ignore
 
 
 def run_checks(src: bytes, path: str, options: AuditOptions, prepare=None) -> Context:

@@ -547,27 +547,6 @@ def header_summary(path: str, mtime_ns: int, size: int, options, run_checks: Cal
     return summarise(ctx, ctx.findings, label), mask_macros(ctx, label), type_aliases(ctx), constants
 
 
-_QUOTED_INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*"([^"\n]+)"', re.M)
-
-
-def dependency_key(src: bytes, path: str, include_dirs: tuple[str, ...] = ()) -> bytes:
-    """What a file's audit depends on besides its own bytes: the headers it includes with quotes, by path, size
-    and modification time, so that a cached result is not reused after one of them changed."""
-    here = os.path.dirname(os.path.abspath(path))
-    parts = []
-    for m in _QUOTED_INCLUDE.finditer(src):
-        name = m.group(1).decode("utf-8", "replace")
-        for folder in (here, *include_dirs):
-            candidate = os.path.normpath(os.path.join(folder, name))
-            try:
-                st = os.stat(candidate)
-            except OSError:
-                continue
-            parts.append(f"{candidate}\0{st.st_size}\0{st.st_mtime_ns}")
-            break
-    return "\n".join(parts).encode("utf-8", "surrogateescape")
-
-
 def of_includes(ctx: Context, path: str, options, run_checks: Callable) \
         -> tuple[dict[str, Helper], dict[bytes, tuple[str, str]], dict[bytes, str], dict[bytes, str]]:
     """The helpers, mask macros, type aliases and warp-size constants of the headers ``path`` includes with quotes

@@ -5,21 +5,19 @@ from __future__ import annotations
 
 import contextlib
 import io
-import json
-import multiprocessing
 import os
 import posixpath
 import re
 import signal
 import sys
 from collections import Counter
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import click
-from rich.console import Console
 
-from hipport.audit import DEFAULT_ARCHS, NEWEST_ROCM, AuditOptions, audit_source
+# Only what every run needs is imported here: a pre-commit hook audits one file in a fresh process, and the
+# checks, the conversion, rich, the worker pool, --verify and the reports are imported where they are used
+# (a cached file needs none of them).
 from hipport.audit.hazards import (
     SEVERITIES,
     SEVERITY_RANK,
@@ -28,9 +26,8 @@ from hipport.audit.hazards import (
     parse_version,
 )
 from hipport.audit.amd_view import build_defines
-from hipport.audit.helpers import dependency_key
+from hipport.audit.options import AuditOptions, dependency_key
 from hipport.cache import ResultCache, rules_fingerprint
-from hipport.cli.convert import _toolchain_needs_verify, verify_converted
 from hipport.cli.options import (
     cache_dir_option,
     config_option,
@@ -38,11 +35,10 @@ from hipport.cli.options import (
     jobs_option,
     project_rule_dirs,
     toolchain_choice,
+    toolchain_needs_verify,
     toolchain_options,
 )
 from hipport.config import ConfigError, find_config_for, load_config
-from hipport.convert.runner import PARALLEL_MIN_FILES, default_jobs
-from hipport.convert.verify import ToolchainError, find_toolchain, load_causes
 from hipport.files import (
     InputError,
     Output,
@@ -56,17 +52,9 @@ from hipport.files import (
     write_atomic,
 )
 from hipport.report import DEFAULT_NAMES, REPORT_FORMATS, render
-from hipport.report.model import (
-    AuditReport,
-    failed_file,
-    file_report,
-    rule_table,
-    suggestion_hunk,
-)
-from hipport.report.text import render_verify
-from hipport.rocm import default_target
-from hipport.rules import RuleError, load_rules
-from hipport.scan import LexError
+from hipport.rocm import DEFAULT_ARCHS, NEWEST_ROCM, default_target
+from hipport.rules import RuleError, load_rules_later
+from hipport.workers import PARALLEL_MIN_FILES, default_jobs
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_FILES_FAILED, EXIT_NOT_BUILDING = 0, 1, 2, 3, 4
 _ARCH = re.compile(r"^gfx[0-9a-f]{3,4}[a-z0-9:+-]*$")
@@ -99,6 +87,8 @@ def _baseline_path(stored: str, base: Path) -> str:
 
 
 def _load_baseline(path: Path, base: Path) -> Counter:
+    import json
+
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -125,6 +115,8 @@ def _check_baseline_target(path: Path) -> None:
 
 
 def _write_baseline(path: Path, keys: Counter) -> None:
+    import json
+
     entries = [{"path": p, "rule": r, "line": t, **({"count": c} if c > 1 else {})}
                for (p, r, t), c in sorted(keys.items())]
     data = (json.dumps({"version": BASELINE_VERSION, "findings": entries}, indent=1) + "\n").encode("utf-8")
@@ -148,6 +140,9 @@ def _audit_one(source, options: AuditOptions, cache: ResultCache | None, convert
     findings = cache.get(key) if cache is not None else None
     conversion = None
     if findings is None:
+        from hipport.audit import audit_source
+        from hipport.scan import LexError
+
         conversion = converter(src, path)
         try:
             findings = audit_source(src, path, options, conversion)
@@ -176,6 +171,10 @@ def _audit_in_worker(source):
 def audit_files(sources, options: AuditOptions, jobs: int, cache: ResultCache | None, converter):
     """Audit every source, in input order whatever ``jobs`` is, so output is identical with one worker or many."""
     if jobs > 1 and len(sources) >= PARALLEL_MIN_FILES:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        converter.rules()  # read once here, not once in each worker
         context = multiprocessing.get_context("fork")
         chunk = max(1, min(16, len(sources) // (jobs * 8)))
         pool = ProcessPoolExecutor(jobs, mp_context=context, initializer=_init_worker, initargs=((options, cache, converter),))
@@ -318,9 +317,10 @@ def audit(paths, exclude, follow_symlinks, archs, rocm, select, ignore, include_
     try:
         hazards = load_all_rules()  # the audit's hazards and the conversion's findings: one set of rule ids
         config = load_config(config_path if config_path is not None else find_config_for(list(paths)))
-        # The conversion's rules, as `hipport convert` loads them: a missing folder stops the run here.
+        # The conversion's rules, as `hipport convert` loads them: a missing folder or a malformed file stops the
+        # run here; they are read when a file is converted (a cached file is not).
         rule_dirs = project_rule_dirs(config)
-        rules = load_rules(rule_dirs)
+        rules = load_rules_later(rule_dirs)
     except (HazardError, ConfigError, RuleError) as exc:
         fail(str(exc))
     configured_archs = config.get("offload-arch", ())
@@ -350,9 +350,11 @@ def audit(paths, exclude, follow_symlinks, archs, rocm, select, ignore, include_
         fail("--baseline and --write-baseline cannot be combined")
     if verify and write_baseline is not None:
         fail("--verify and --write-baseline cannot be combined")
-    _toolchain_needs_verify(verify, verify_hipcc, verify_hip_include, verify_clang)
+    toolchain_needs_verify(verify, verify_hipcc, verify_hip_include, verify_clang)
     toolchain = None
     if verify:  # before any file is read: no hipcc (or no target it knows) is a usage error
+        from hipport.convert.verify import ToolchainError, find_toolchain, load_causes
+
         try:
             load_causes()
             toolchain = find_toolchain(arch_list, **toolchain_choice(config, verify_hipcc, verify_hip_include,
@@ -403,6 +405,8 @@ def audit(paths, exclude, follow_symlinks, archs, rocm, select, ignore, include_
     extra_rules = [p for d in converter.dirs for p in sorted(Path(d).rglob("*.toml"))]
     cache = None if no_cache else ResultCache(
         "audit", f"{rules_fingerprint(extra_rules)}\0{options!r}\0{converter.key}", cache_dir)
+    if rich_reports or not quiet:  # the patch under each finding, and the reports' data
+        from hipport.report.model import failed_file, file_report, suggestion_hunk
     # Closed however the loop ends: an interrupt stops the worker pool now, not when the traceback is dropped.
     with contextlib.closing(audit_files(sources, options, jobs or default_jobs(), cache, converter)) as audited:
         for source, src, findings, problem, conversion in audited:
@@ -454,6 +458,8 @@ def audit(paths, exclude, follow_symlinks, archs, rocm, select, ignore, include_
     raise_if_interrupted()
     verified = None
     if toolchain is not None:
+        from hipport.cli.convert import verify_converted
+
         verified = verify_converted(toolchain, [s for s, _ in converted], [r for _, r in converted], "none", None,
                                     [*config.paths("include-dirs"), *include_dirs], jobs or default_jobs(),
                                     (tuple(rocm_version) + (0, 0))[:2])
@@ -468,6 +474,8 @@ def audit(paths, exclude, follow_symlinks, archs, rocm, select, ignore, include_
     if text_dest not in (None, "none"):
         out.close()
     if rich_reports:
+        from hipport.report.model import AuditReport, rule_table
+
         report = AuditReport(file_reports, rule_table(hazards), arch_list, ".".join(map(str, rocm_version)),
                              baseline_hidden=hidden, verify=verified)
         for fmt, dest in plan:
@@ -509,6 +517,10 @@ def _print_verify(result, stream, *, quiet: bool, verbose: bool) -> None:
             stream.write(one_line(f"does not compile: {unit.shown}"
                                   + (f": {first.location()}: {first.message}" if first else "")) + "\n")
         return
+    from rich.console import Console
+
+    from hipport.report.text import render_verify
+
     console = Console(file=stream, highlight=False, soft_wrap=True)
     render_verify(console, result, verbose=verbose, copy=True)
 
@@ -571,21 +583,25 @@ def _write_report(dest: Path, data: bytes) -> None:
 
 def _converter(rocm_version: tuple[int, ...], config, rules, dirs: list[Path]):
     """The convert engine as `hipport convert` would run it here (project config, hipify-perl, extra rules:
-    ``rules``, loaded from ``dirs``), returning an in-memory FileResult per file; nothing is written."""
-    from hipport.convert import ConvertOptions, convert_source
-    from hipport.model import FileResult
+    ``rules()``, loaded from ``dirs``), returning an in-memory FileResult per file; nothing is written."""
+    from hipport.convert.context import ConvertOptions
 
     target = (tuple(rocm_version) + (0, 0))[:2]
     convert_options = ConvertOptions(roc=config.get("roc", False), rocm_version=target,
                                      launch_syntax=config.get("launch-syntax", "cuda"))
 
-    def run(src: bytes, path: str) -> FileResult:
+    def run(src: bytes, path: str):
+        from hipport.convert.engine import convert_source
+        from hipport.model import FileResult
+        from hipport.scan import LexError
+
         try:
-            return convert_source(src, rules, convert_options, path)
+            return convert_source(src, rules(), convert_options, path)
         except LexError as exc:
             return FileResult(path, src, None, error=f"{path}: {exc}")
 
     # Cached findings include the conversion's: they depend on its options and extra rules too.
     run.key = f"{convert_options!r}\0{[str(d) for d in dirs]!r}"
     run.dirs = dirs
+    run.rules = rules
     return run

@@ -27,6 +27,7 @@ from hipport.cli.options import (
     jobs_option,
     project_rule_dirs,
     toolchain_choice,
+    toolchain_needs_verify,
     toolchain_options,
 )
 from hipport.config import ConfigError, find_config_for, load_config
@@ -36,7 +37,6 @@ from hipport.convert.build.targets import default_targets
 from hipport.convert.runner import (
     Interrupted,
     convert_tree,
-    default_jobs,
     signals_handled,
 )
 from hipport.convert.summary import summarize
@@ -52,6 +52,7 @@ from hipport.files import InputError, collect_sources, one_line, output_path, pl
 from hipport.report.text import render_summary, render_verify
 from hipport.rocm import DEFAULT_ARCHS, VersionError, default_target_and_why, parse_rocm_version
 from hipport.rules import RuleError, load_rules
+from hipport.workers import default_jobs
 
 EXIT_OK, EXIT_CHANGES, EXIT_USAGE, EXIT_FILES_FAILED, EXIT_NOT_BUILDING = 0, 1, 2, 3, 4
 _PROGRESS_MIN_FILES = 5
@@ -204,7 +205,7 @@ def convert(paths, output_dir, diff_mode, check, to_stdout, roc, rocm_version, l
         fail(str(exc))
     if include_dirs and not verify:
         fail("-I/--include-dir only applies with --verify")
-    _toolchain_needs_verify(verify, verify_hipcc, verify_hip_include, verify_clang)
+    toolchain_needs_verify(verify, verify_hipcc, verify_hip_include, verify_clang)
     toolchain = None
     if verify:  # before anything is written: no hipcc (or no target it knows) is a usage error
         try:
@@ -354,14 +355,6 @@ def _suggestion_ids(select: tuple[str, ...]) -> frozenset:
     if unknown:
         fail(f"--select: unknown audit rule id `{unknown[0]}` (see `hipport rules`)")
     return ids
-
-
-def _toolchain_needs_verify(verify: bool, hipcc, hip_include, clang) -> None:
-    given = [n for n, v in (("--hipcc", hipcc), ("--hip-include", hip_include), ("--clang", clang)) if v is not None]
-    if given and not verify:
-        fail(f"{given[0]} only applies with --verify")
-    if hipcc is not None and hip_include is not None:
-        fail("--hipcc and --hip-include cannot be combined; choose one compiler")
 
 
 def _offload_arch(given: str | None, config) -> tuple[str, ...] | None:

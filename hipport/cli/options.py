@@ -45,6 +45,15 @@ def toolchain_options(f):
     return f
 
 
+def toolchain_needs_verify(verify: bool, hipcc, hip_include, clang) -> None:
+    """The toolchain options only mean something with --verify, and name one compiler."""
+    given = [n for n, v in (("--hipcc", hipcc), ("--hip-include", hip_include), ("--clang", clang)) if v is not None]
+    if given and not verify:
+        fail(f"{given[0]} only applies with --verify")
+    if hipcc is not None and hip_include is not None:
+        fail("--hipcc and --hip-include cannot be combined; choose one compiler")
+
+
 def toolchain_choice(config, hipcc: str | None, hip_include: Path | None, clang: str | None) -> dict:
     """The keyword arguments of `find_toolchain`: the options, else the settings (paths relative to the settings
     file)."""

@@ -1,0 +1,47 @@
+"""What the audit of one file depends on besides its bytes: the run's options, and the headers the file includes
+with quotes (both go into the result cache's key). Kept light on purpose: the command line needs them before it
+knows whether any check runs at all (a cached file runs none)."""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+
+from hipport.rocm import DEFAULT_ARCHS, NEWEST_ROCM
+
+
+@dataclass(frozen=True)
+class AuditOptions:
+    offload_arch: tuple[str, ...] = DEFAULT_ARCHS
+    rocm_version: tuple[int, ...] = NEWEST_ROCM
+    select: frozenset[str] = field(default_factory=frozenset)   # empty: every rule
+    ignore: frozenset[str] = field(default_factory=frozenset)
+    # Folders searched for `#include "..."` headers after the including file's own (the project's -I folders).
+    include_dirs: tuple[str, ...] = ()
+    # The project's own switches for its AMD build (`USE_ROCM`, `GGML_USE_HIP=1`), from settings and build files.
+    defines: tuple[str, ...] = ()
+
+    def wants(self, rule_id: str) -> bool:
+        return (not self.select or rule_id in self.select) and rule_id not in self.ignore
+
+
+_QUOTED_INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*"([^"\n]+)"', re.M)
+
+
+def dependency_key(src: bytes, path: str, include_dirs: tuple[str, ...] = ()) -> bytes:
+    """What a file's audit depends on besides its own bytes: the headers it includes with quotes, by path, size
+    and modification time, so that a cached result is not reused after one of them changed."""
+    here = os.path.dirname(os.path.abspath(path))
+    parts = []
+    for m in _QUOTED_INCLUDE.finditer(src):
+        name = m.group(1).decode("utf-8", "replace")
+        for folder in (here, *include_dirs):
+            candidate = os.path.normpath(os.path.join(folder, name))
+            try:
+                st = os.stat(candidate)
+            except OSError:
+                continue
+            parts.append(f"{candidate}\0{st.st_size}\0{st.st_mtime_ns}")
+            break
+    return "\n".join(parts).encode("utf-8", "surrogateescape")
