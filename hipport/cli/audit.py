@@ -405,8 +405,8 @@ def audit(paths, exclude, follow_symlinks, archs, rocm, select, ignore, include_
     extra_rules = [p for d in converter.dirs for p in sorted(Path(d).rglob("*.toml"))]
     cache = None if no_cache else ResultCache(
         "audit", f"{rules_fingerprint(extra_rules)}\0{options!r}\0{converter.key}", cache_dir)
-    if rich_reports or not quiet:  # the patch under each finding, and the reports' data
-        from hipport.report.model import failed_file, file_report, suggestion_hunk
+    if rich_reports:
+        from hipport.report.model import failed_file, file_report
     # Closed however the loop ends: an interrupt stops the worker pool now, not when the traceback is dropped.
     with contextlib.closing(audit_files(sources, options, jobs or default_jobs(), cache, converter)) as audited:
         for source, src, findings, problem, conversion in audited:
@@ -445,6 +445,8 @@ def audit(paths, exclude, follow_symlinks, archs, rocm, select, ignore, include_
                 if verbose:
                     out.write(f"    rule: {hazards[f.rule_id].summary}\n")
                 out.write("    " + line_text.decode("utf-8", "replace").rstrip("\r").strip() + "\n")
+                from hipport.report.model import suggestion_hunk  # here: a run that shows no finding needs none
+
                 for hunk_line in suggestion_hunk(src, f):
                     out.write("    " + hunk_line + "\n")
             if rich_reports or verify:

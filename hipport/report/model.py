@@ -10,12 +10,15 @@ import os
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from hipport import __version__
-from hipport.convert.verify import UnitResult, VerifyResult
 from hipport.files import show
 from hipport.model import Edit, FileResult, Finding
-from hipport.scan import Lines
+
+if TYPE_CHECKING:  # `hipport audit` imports this module to show a patch: without the lexer and the compiler driver
+    from hipport.convert.verify import UnitResult, VerifyResult
+    from hipport.scan import Lines
 
 SEVERITY_ORDER = ("error", "warning", "info")
 # Hand work per finding, counted in "references' worth" against the references converted automatically.
@@ -273,6 +276,7 @@ def file_report(path: Path, src: bytes, findings: list[Finding], conversion: Fil
     in-memory result of the convert engine on the same bytes, whose own findings join the list when
     ``convert_findings``."""
     from hipport.diffs import unified_diff
+    from hipport.scan import Lines
 
     report = FileReport(show(path), display_uri(path), count_lines(src), len(src))
     text_lines = src.split(b"\n")
