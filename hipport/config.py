@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -96,6 +95,8 @@ def find_config_for(paths: list[Path]) -> Path | None:
 def load_config(path: Path | None) -> Config:
     if path is None:
         return Config()
+    import tomllib  # here: most projects have no settings file
+
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError) as exc:

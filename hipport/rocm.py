@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
-import subprocess
 from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
@@ -65,6 +63,9 @@ def find_installed(roots: list[Path], env: Mapping[str, str]) -> tuple[tuple[int
         minor = re.search(r"#define\s+HIP_VERSION_MINOR\s+(\d+)", text)
         if major and minor:
             return (int(major.group(1)), int(minor.group(1))), str(header)
+    import shutil
+    import subprocess  # here: only without hip_version.h
+
     exe = shutil.which("hipconfig", path=env.get("PATH", os.defpath))
     if exe:
         try:

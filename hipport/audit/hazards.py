@@ -9,8 +9,6 @@ A broken file stops the tool at load time with one line naming the file and the 
 from __future__ import annotations
 
 import re
-import textwrap
-import tomllib
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -92,6 +90,8 @@ def _hazard_dir(name: str = "hazards") -> Path:
 
 
 def _load_one(path: Path) -> Hazard:
+    import tomllib  # here: the rules come from the user cache while no file changed
+
     name = path.name
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
@@ -191,6 +191,8 @@ def load_all_rules() -> dict[str, Hazard]:
 
 def describe_rule(rule_id: str) -> str:
     """What `hipport rules show RULE-ID` prints: id, severity (and when it changes), summary and the note."""
+    import textwrap
+
     hazards = load_all_rules()
     hazard = hazards.get(rule_id)
     if hazard is None:
