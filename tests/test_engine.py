@@ -193,3 +193,11 @@ def test_bom_is_kept_and_first_line_directive_still_converted(convert):
     assert convert(src).after == b"\xef\xbb\xbf#include <hip/hip_runtime.h>\n__global__ void k() {}\n"
     src = b"\xef\xbb\xbf__global__ void k() {}\n"
     assert convert(src).after == b"\xef\xbb\xbf#include <hip/hip_runtime.h>\n__global__ void k() {}\n"
+
+
+def test_an_include_after_a_comment_the_code_shares_a_line_with_gets_its_own_line(convert):
+    # `/* c */ #include` is a directive to the compiler but not at a line's start for hipport: a second run would
+    # add the include again.
+    first = convert(b"/* cudaMalloc */ __global__ void k() {}\n").after
+    assert first == b"/* cudaMalloc */ \n#include <hip/hip_runtime.h>\n__global__ void k() {}\n"
+    assert convert(first).after == first

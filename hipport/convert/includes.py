@@ -8,7 +8,7 @@ from fnmatch import fnmatchcase
 
 from hipport import directives as dirs
 from hipport import rocm
-from hipport.convert.context import ConversionContext, token_at, top_of_file
+from hipport.convert.context import ConversionContext, break_before, token_at, top_of_file
 from hipport.scan import COMMENT, IDENT, PUNCT
 
 HIP_RUNTIME = b"hip/hip_runtime.h"
@@ -158,4 +158,4 @@ def insert_runtime_include(ctx: ConversionContext) -> None:
     if at is None:
         return
     line = b"#include <hip/hip_runtime.h>" + ctx.newline()
-    ctx.convert(at, at, line, "(device code)", "include")
+    ctx.convert(at, at, break_before(ctx, at) + line, "(device code)", "include")

@@ -17,7 +17,7 @@ import re
 from functools import lru_cache
 
 from hipport.convert.calls import next_code
-from hipport.convert.context import ConversionContext, top_of_file
+from hipport.convert.context import ConversionContext, break_before, top_of_file
 from hipport.scan import COMMENT, IDENT, KEYWORD
 from hipport.semantic import NEVER, load_semantic
 
@@ -56,7 +56,7 @@ def add_shims(ctx: ConversionContext) -> None:
                f"HIP has `{name}` from ROCm {_v(shim.hip_from)}; this stands in for it before")
         text = (f"#if !defined({macro}) && {shim.guard}{nl.decode()}#define {macro}{nl.decode()}"
                 f"// hipport: {why}{nl.decode()}{body}{nl.decode()}#endif{nl.decode()}").encode()
-        ctx.convert(at, at, text, name, CATEGORY)
+        ctx.convert(at, at, break_before(ctx, at) + text, name, CATEGORY)
         ctx.once.add(f"shim:{name}")
         missing = "has no HIP form" if never else \
             f"is in HIP from ROCm {_v(shim.hip_from)}, not {_v(target)}"
