@@ -60,6 +60,21 @@ class Source:
     build: str | None = None  # a build file's kind ("make" or "cmake"), None for a source
 
 
+def real_file_path(path: os.PathLike | str, folders: dict[str, str], link: bool | None = None) -> str:
+    """os.path.realpath(path) of a file, each folder resolved once (``folders`` keeps them): a file that is no
+    symlink (``link``: whether it is one, when known) is its resolved folder and its name. A tree of thousands of
+    files costs a few thousand system calls instead of one per path component per file."""
+    if link is None:
+        link = os.path.islink(path)
+    if link:
+        return os.path.realpath(path)
+    folder, name = os.path.split(os.fspath(path))
+    real = folders.get(folder)
+    if real is None:
+        real = folders[folder] = os.path.realpath(folder)
+    return os.path.join(real, name)
+
+
 def build_file_kind(name: os.PathLike | str) -> str | None:
     """"make" for `Makefile`, `makefile`, `GNUmakefile` and `*.mk`; "cmake" for `CMakeLists.txt` and `*.cmake`;
     None for anything else."""
@@ -177,8 +192,11 @@ def collect_sources(paths: list[Path], exclude: tuple[str, ...] = (), follow_sym
         rel = Path(os.path.relpath(where, base)).as_posix()
         return None if _outside(rel) else ("" if rel == "." else rel)
 
+    real_dirs: dict[str, str] = {}
+
     def add(path: Path, rel: Path, explicit: bool = False) -> None:
-        if path.is_symlink() and not explicit:
+        link = path.is_symlink()
+        if link and not explicit:
             problem = _link_problem(path, roots, follow_symlinks)
             if problem is not None:
                 skipped.append(Source(path, rel, problem))
@@ -191,10 +209,10 @@ def collect_sources(paths: list[Path], exclude: tuple[str, ...] = (), follow_sym
         if not stat.S_ISREG(st.st_mode):
             skipped.append(Source(path, rel, f"{show(path)}: {_kind(st.st_mode)}, not a source file; skipped"))
             return
-        real = os.path.realpath(path)
+        real = real_file_path(path, real_dirs, link)
         old = found.get(real)
         # Two names for one file (a link inside the tree): convert it once, under its own name rather than the link's.
-        if old is None or (old.path.is_symlink() and not path.is_symlink()):
+        if old is None or (old.path.is_symlink() and not link):
             found[real] = Source(path, rel, build=build_file_kind(path) if build_files else None)
 
     for root in paths:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import os
 import re
@@ -36,6 +37,7 @@ from hipport.convert.build.rules import load_build_rules
 from hipport.convert.build.targets import default_targets
 from hipport.convert.runner import (
     Interrupted,
+    LaterTargets,
     convert_tree,
     signals_handled,
 )
@@ -193,12 +195,18 @@ def convert(paths, output_dir, diff_mode, check, to_stdout, roc, rocm_version, l
                                   project_exclude=tuple(config.get("exclude", [])), project_dir=config.base,
                                   build_files=not no_build_files)
         targets = _offload_arch(offload_arch, config)
-        probed = None
+        probed = later = None
         if targets is None:  # ask the installed hipcc only when a build file will name the targets
             targets = DEFAULT_ARCHS
             if any(s.build for s in sources):
-                probed = default_targets(use_cache=not no_cache, cache=ResultCache("targets", "probe", cache_dir))
-                targets = probed.targets
+                def ask():
+                    return default_targets(use_cache=not no_cache, cache=ResultCache("targets", "probe", cache_dir))
+
+                if verify or apply_suggestions:  # both need the targets before the first file
+                    probed = ask()
+                    targets = probed.targets
+                else:  # hipcc takes half a second to answer: the sources are converted meanwhile
+                    later = LaterTargets(ask, DEFAULT_ARCHS)
         if not no_build_files:
             load_build_rules()  # a malformed build rule file stops the run before any file is touched
     except (RuleError, InputError, ConfigError, VersionError) as exc:
@@ -253,8 +261,10 @@ def convert(paths, output_dir, diff_mode, check, to_stdout, roc, rocm_version, l
                 err.print(f"{'would change' if write == 'none' else 'converted'}: {show(result.path)}", markup=False,
                           soft_wrap=True)
 
+    # Without the targets: they only matter to build files, whose entries name them (`runner._cache_key`).
+    salt = dataclasses.replace(options, offload_arch=())
     cache = None if no_cache else ResultCache(
-        "convert", f"{rules_fingerprint([p for p in rules.files])}\0{options!r}\0{suggestion_level}", cache_dir)
+        "convert", f"{rules_fingerprint([p for p in rules.files])}\0{salt!r}\0{suggestion_level}", cache_dir)
     show_progress = err.is_terminal and not quiet and len(sources) > _PROGRESS_MIN_FILES and not (diff_mode or to_stdout)
     if show_progress:
         with Progress(TextColumn("converting"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
@@ -266,11 +276,16 @@ def convert(paths, output_dir, diff_mode, check, to_stdout, roc, rocm_version, l
                 progress.advance(task)
 
             results = convert_tree(sources, rules, options, write=write, output_dir=output_dir, on_result=step,
-                                   jobs=jobs or default_jobs(), force=not skip_read_only, cache=cache, post=post)
+                                   jobs=jobs or default_jobs(), force=not skip_read_only, cache=cache, post=post,
+                                   later_targets=later)
     else:
         results = convert_tree(sources, rules, options, write=write, output_dir=output_dir, on_result=emit,
-                               jobs=jobs or default_jobs(), force=not skip_read_only, cache=cache, post=post)
+                               jobs=jobs or default_jobs(), force=not skip_read_only, cache=cache, post=post,
+                                   later_targets=later)
     sys.stdout.flush()
+    if later is not None:
+        probed = later.answer()
+        targets = probed.targets
     summary = summarize(results)
     if toolchain is not None:
         summary.verify = verify_converted(toolchain, sources, results, write, output_dir,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import multiprocessing
 import multiprocessing.pool
 import os
@@ -30,6 +31,7 @@ from hipport.files import (
     on_deferred_signal,
     output_path,
     interrupts_raised,
+    real_file_path,
     raise_if_interrupted,
     reraise_if_interrupted_since,
     remove_stale_temps,
@@ -54,7 +56,8 @@ def load(source: Source, cache: ResultCache | None) -> Loaded:
         src, st = load_source(source)
     except InputError as exc:
         return exc
-    return src, st, cache.get(_cache_key(source, src)) if cache is not None else None
+    # A build file's entry depends on its targets, which may not be known yet (`LaterTargets`): looked up later.
+    return src, st, cache.get(_cache_key(source, src)) if cache is not None and source.build is None else None
 
 
 def convert_one(source: Source, rules: RuleSet, options: ConvertOptions,
@@ -70,6 +73,8 @@ def convert_one(source: Source, rules: RuleSet, options: ConvertOptions,
     if isinstance(loaded, InputError):
         return FileResult(path, b"", None, error=str(loaded)), None
     src, st, cached = loaded
+    if source.build is not None and cache is not None:
+        cached = cache.get(_cache_key(source, src, options.offload_arch))
     if cached is not None:
         findings, unknown, defines = cached
         return FileResult(path, src, src, findings=findings, unknown=unknown, defines=defines), st
@@ -89,12 +94,13 @@ def convert_one(source: Source, rules: RuleSet, options: ConvertOptions,
                                                  f"{str(exc)[:200]}); file left unchanged, please report it"), st
     if cache is not None and not result.changed:
         # Only files with nothing to change are remembered: a changed file is written now and is one next time.
-        cache.put(_cache_key(source, src), (result.findings, result.unknown, result.defines))
+        cache.put(_cache_key(source, src, options.offload_arch if source.build else ()), (result.findings, result.unknown, result.defines))
     return result, st
 
 
-def _cache_key(source: Source, src: bytes) -> bytes:
-    return os.fsencode(str(source.path)) + b"\0" + (f"build:{source.build}\0".encode() if source.build else b"") + src
+def _cache_key(source: Source, src: bytes, targets: tuple = ()) -> bytes:
+    build = f"build:{source.build}:{','.join(targets)}\0".encode() if source.build else b""
+    return os.fsencode(str(source.path)) + b"\0" + build + src
 
 
 # Sources read ahead of their conversion, so that they are lexed together (`scan.lexed_ahead`), up to this many
@@ -125,6 +131,51 @@ def read_ahead(batch: list[Source], rules: RuleSet, cache: ResultCache | None) -
     return loaded, ahead
 
 
+class LaterTargets:
+    """The AMD targets for build files, while the installed hipcc is asked for them in a thread of the main process
+    (half a second of waiting on hipcc, `build/targets.py`): sources are converted meanwhile, and whoever meets a
+    build file waits for the answer. Made before the worker processes are forked, so they see it too."""
+
+    _SIZE = 4096
+
+    def __init__(self, ask: Callable[[], object], fallback: tuple[str, ...]) -> None:
+        context = multiprocessing.get_context("fork")
+        self._ready = context.Event()
+        self._shared = context.Array("c", self._SIZE, lock=False)
+        self._fallback = fallback
+        self._answer: object = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._ask, args=(ask,), name="hipport-targets", daemon=True)
+        self._thread.start()
+
+    def _ask(self, ask: Callable[[], object]) -> None:
+        try:
+            self._answer = ask()
+            text = ",".join(self._answer.targets).encode()
+            if len(text) >= self._SIZE:
+                raise ValueError(f"{len(text)} bytes of target names")
+        except BaseException as exc:  # the main thread raises it in `answer`; the build files get the fallback
+            self._error = exc
+            text = ",".join(self._fallback).encode()
+        self._shared.value = text
+        self._ready.set()
+
+    def wait(self, stop=None) -> tuple[str, ...] | None:
+        """The targets; None when ``stop`` was set first."""
+        while not self._ready.wait(0.1):
+            if stop is not None and stop.is_set():
+                return None
+            raise_if_interrupted()
+        return tuple(self._shared.value.decode().split(","))
+
+    def answer(self) -> object:
+        """What ``ask`` returned (main process only)."""
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._answer
+
+
 # Below this many files a worker pool costs more to start than it saves.
 PARALLEL_MIN_FILES = 16
 
@@ -138,8 +189,15 @@ def default_jobs() -> int:
 
 def _process(source: Source, rules: RuleSet, options: ConvertOptions, write: str,
              output_dir: Path | None, force: bool = False, stop=None, cache=None, post=None,
-             batch: _Batch | None = None, loaded: Loaded | InputError | None = None) -> FileResult | None:
-    """Convert one source and write it; with ``batch``, the write is completed by ``batch.commit()``."""
+             batch: _Batch | None = None, loaded: Loaded | InputError | None = None,
+             later: LaterTargets | None = None) -> FileResult | None:
+    """Convert one source and write it; with ``batch``, the write is completed by ``batch.commit()``. A build
+    file waits for ``later``'s targets, when given."""
+    if later is not None and source.build is not None:
+        targets = later.wait(stop)
+        if targets is None:
+            return None  # the run was stopped while the targets were being asked for
+        options = dataclasses.replace(options, offload_arch=targets)
     result, st = convert_one(source, rules, options, cache, post, loaded)
     if result.error is not None or write == "none":
         return result
@@ -154,7 +212,7 @@ def _process(source: Source, rules: RuleSet, options: ConvertOptions, write: str
                 return result
             # Through a symlink (in the tree, or followed on request) the file it points to is rewritten; the
             # link stays a link.
-            target = Path(os.path.realpath(source.path))
+            target = Path(real_file_path(source.path, batch.folders if batch is not None else {}))
             write_atomic(target, result.after, expect=st, expect_data=result.before,
                          batch=batch and batch.staged(target, result))
         elif write == "outdir":
@@ -182,6 +240,7 @@ class _Batch(AtomicBatch):
     def __init__(self) -> None:
         super().__init__()
         self.owners: dict[Path, FileResult] = {}
+        self.folders: dict[str, str] = {}  # resolved folders of the files written in place (`real_file_path`)
 
     def staged(self, target: Path, result: FileResult) -> _Batch:
         self.owners[target] = result
@@ -221,13 +280,13 @@ def _init_worker(state: tuple) -> None:
 
 
 def _work(batch: list[Source]) -> list[FileResult | None]:
-    rules, options, write, output_dir, force, stop, cache, post = _worker_state
+    rules, options, write, output_dir, force, stop, cache, post, later = _worker_state
     written = _Batch()
     try:
         loaded, ahead = read_ahead(batch, rules, cache)
         with lexed_ahead(ahead):
             return [None if stop.is_set() else
-                    _process(source, rules, options, write, output_dir, force, stop, cache, post, written, item)
+                    _process(source, rules, options, write, output_dir, force, stop, cache, post, written, item, later)
                     for source, item in zip(batch, loaded)]
     finally:
         written.commit()
@@ -259,7 +318,8 @@ def signals_handled() -> Iterator[None]:
 
 def _stale_temp_dirs(sources: list[Source], write: str, output_dir: Path | None) -> set[Path]:
     if write == "inplace":
-        return {Path(os.path.realpath(s.path)).parent for s in sources if s.skip is None}
+        folders: dict[str, str] = {}
+        return {Path(real_file_path(s.path, folders)).parent for s in sources if s.skip is None}
     if write == "outdir" and output_dir is not None:
         return {output_path(output_dir, s).parent for s in sources if s.skip is None}
     return set()
@@ -277,8 +337,10 @@ def convert_tree(
     force: bool = False,
     cache: ResultCache | None = None,
     post: PostStep | None = None,
+    later_targets: LaterTargets | None = None,
 ) -> list[FileResult]:
     """Convert every source; results come back in input order whatever ``jobs`` is, so output is identical.
+    With ``later_targets``, build files are converted for the targets it gives once it has them (sources meanwhile).
 
     ``force`` rewrites read-only files in place too (they stay read-only). SIGINT and SIGTERM raise
     :class:`Interrupted` (carrying the results so far) once no write is under way: every file is wholly old or
@@ -290,7 +352,7 @@ def convert_tree(
             remove_stale_temps(_stale_temp_dirs(sources, write, output_dir))
             if jobs > 1 and len(sources) >= PARALLEL_MIN_FILES:
                 _convert_parallel(sources, rules, options, write, output_dir, on_result, jobs, force, results, cache,
-                                  post)
+                                  post, later_targets)
                 return results
             for first in range(0, len(sources), BATCH_FILES):
                 chunk = sources[first:first + BATCH_FILES]
@@ -301,7 +363,7 @@ def convert_tree(
                         for source, item in zip(chunk, loaded):
                             raise_if_interrupted()
                             results.append(_process(source, rules, options, write, output_dir, force, cache=cache,
-                                                    post=post, batch=written, loaded=item))
+                                                    post=post, batch=written, loaded=item, later=later_targets))
                 except BaseException:
                     written.keep_only(results[first:])
                     raise
@@ -385,7 +447,7 @@ def _abandon(pool, stop, it, pids: set, done: int, total: int) -> None:  # done,
 
 
 def _convert_parallel(sources, rules, options, write, output_dir, on_result, jobs, force, results,
-                      cache=None, post=None) -> None:
+                      cache=None, post=None, later_targets=None) -> None:
     # fork shares the loaded rule index with the workers instead of pickling it to each.
     context = multiprocessing.get_context("fork")
     chunk = max(1, min(32, len(sources) // (jobs * 8)))
@@ -395,7 +457,7 @@ def _convert_parallel(sources, rules, options, write, output_dir, on_result, job
     signal.pthread_sigmask(signal.SIG_BLOCK, _SIGNALS)
     try:
         pool = context.Pool(jobs, initializer=_init_worker,
-                            initargs=((rules, options, write, output_dir, force, stop, cache, post),))
+                            initargs=((rules, options, write, output_dir, force, stop, cache, post, later_targets),))
     finally:
         signal.pthread_sigmask(signal.SIG_UNBLOCK, _SIGNALS)
     pids = _worker_pids(pool)
