@@ -1,4 +1,4 @@
-from hipport.cli import main
+from hipport.cli import run
 
 if __name__ == "__main__":
-    main()
+    run()

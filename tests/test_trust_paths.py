@@ -289,7 +289,10 @@ runpy.run_module("hipport", run_name="__main__", alter_sys=True)
 ])
 def test_sigint_while_hipport_loads_is_one_line_and_130(tmp_path, module, command):
     (tmp_path / "k.cu").write_bytes(HAZARD)
-    r = subprocess.run([sys.executable, "-c", INTERRUPT_DRIVER, module, command, "k.cu"], capture_output=True,
+    # --no-cache: a file audited before (by another test, same bytes) comes from the result cache without the checks
+    # ever being imported, and then no SIGINT is sent.
+    r = subprocess.run([sys.executable, "-c", INTERRUPT_DRIVER, module, command, "--no-cache", "k.cu"],
+                       capture_output=True,
                        text=True, cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert r.returncode == EXIT_SIGINT, r.stderr
     assert lines(r.stderr) == ["hipport: interrupted by SIGINT"]

@@ -8,6 +8,7 @@ which ``main`` turns into the same line."""
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
 import signal
@@ -94,6 +95,36 @@ class _LazyGroup(click.Group):
 def main() -> None:
     """Port CUDA sources to HIP and flag what renaming alone cannot fix."""
 
+
+
+def run() -> None:
+    """The `hipport` program (`python -m hipport`, the console script): the command line, then an exit that skips
+    the interpreter's teardown, freeing every object and unloading libclang one by one (60 ms of a 0.3 s
+    pre-commit run). Exit handlers still run and the output is flushed; `main` itself, for callers in a process
+    that goes on, ends as usual."""
+    try:
+        main()
+        code = 0
+    except SystemExit as exc:
+        code = exc.code
+    if code is None:
+        code = 0
+    elif not isinstance(code, int):  # sys.exit("message"): printed, status 1, as Python does
+        with contextlib.suppress(Exception):
+            print(code, file=sys.stderr)
+        code = 1
+    with contextlib.suppress(Exception):
+        run_exit_handlers = getattr(atexit, "_run_exitfuncs", None)
+        if run_exit_handlers is not None:
+            run_exit_handlers()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except BrokenPipeError:  # the reader went away (`| head`): as Python's own exit would say, status 120
+            code = code or 120
+        except Exception:
+            pass
+    os._exit(code)
 
 
 _LAZY_COMMANDS = {
