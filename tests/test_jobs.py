@@ -18,7 +18,7 @@ def run(*args, cwd=ROOT):
 
 @pytest.fixture(scope="module")
 def tree(tmp_path_factory):
-    """Enough files for the worker pool to start (runner.PARALLEL_MIN_FILES)."""
+    """Enough files for the worker pool to start (workers.PARALLEL_MIN_FILES)."""
     root = tmp_path_factory.mktemp("jobs") / "tree"
     for k in range(4):
         shutil.copytree(ROOT / "examples" / "cuda", root / f"copy{k}")

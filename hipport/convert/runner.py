@@ -41,6 +41,7 @@ from hipport.files import (
 from hipport.model import FileResult
 from hipport.rules import RuleSet
 from hipport.scan import LexError, lexed_ahead
+from hipport.workers import PARALLEL_MIN_FILES
 
 # A step run on each converted result before it is cached or written; it must be picklable (worker processes).
 PostStep = Callable[[FileResult], None]
@@ -174,17 +175,6 @@ class LaterTargets:
         if self._error is not None:
             raise self._error
         return self._answer
-
-
-# Below this many files a worker pool costs more to start than it saves.
-PARALLEL_MIN_FILES = 16
-
-
-def default_jobs() -> int:
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # not Linux
-        return max(1, os.cpu_count() or 1)
 
 
 def _process(source: Source, rules: RuleSet, options: ConvertOptions, write: str,
