@@ -5,23 +5,16 @@ data; `suggest` applies the fixes to a conversion. Never writes sources; nothing
 The names below are imported on first use, not with the package: importing `hipport.audit.hazards` (the command
 line does, to check rule ids) must not load every check, which a cached run never calls."""
 
+from hipport.lazy import lazy_names
 from hipport.rocm import DEFAULT_ARCHS, NEWEST_ROCM
 
 __all__ = ["CHECKS", "DEFAULT_ARCHS", "NEWEST_ROCM", "AuditOptions", "apply_suggestions", "audit_source",
            "describe_rule", "load_hazards"]
 
 
-def __getattr__(name: str):
-    if name in ("CHECKS", "audit_source"):
-        from hipport.audit import engine as module
-    elif name == "AuditOptions":
-        from hipport.audit import options as module
-    elif name in ("describe_rule", "load_hazards"):
-        from hipport.audit import hazards as module
-    elif name == "apply_suggestions":
-        from hipport import model as module
-    else:
-        raise AttributeError(f"module 'hipport.audit' has no attribute {name!r}")
-    value = getattr(module, name)
-    globals()[name] = value  # found once; then an ordinary attribute
-    return value
+__getattr__ = lazy_names(__name__, {
+    "CHECKS": "hipport.audit.engine", "audit_source": "hipport.audit.engine",
+    "AuditOptions": "hipport.audit.options",
+    "describe_rule": "hipport.audit.hazards", "load_hazards": "hipport.audit.hazards",
+    "apply_suggestions": "hipport.model",
+}, globals())
