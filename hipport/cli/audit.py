@@ -25,7 +25,7 @@ from hipport.audit.hazards import (
     load_all_rules,
     parse_version,
 )
-from hipport.audit.amd_view import build_defines
+from hipport.audit.build_switches import build_defines
 from hipport.audit.options import AuditOptions, dependency_key
 from hipport.cache import ResultCache, rules_fingerprint
 from hipport.cli.options import (
@@ -54,6 +54,7 @@ from hipport.files import (
 from hipport.report import DEFAULT_NAMES, REPORT_FORMATS, render
 from hipport.rocm import DEFAULT_ARCHS, NEWEST_ROCM, default_target
 from hipport.rules import RuleError, load_rules_later
+from hipport.rules import cache_dir as user_cache_dir
 from hipport.workers import PARALLEL_MIN_FILES, default_jobs
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_FILES_FAILED, EXIT_NOT_BUILDING = 0, 1, 2, 3, 4
@@ -370,7 +371,10 @@ def audit(paths, exclude, follow_symlinks, archs, rocm, select, ignore, include_
         fail(str(exc))
     headers = tuple(str(Path(d).resolve()) for d in (*config.paths("include-dirs"), *include_dirs))
     # The project's AMD switches: as the settings name them, else as its build files pass them (`-DUSE_ROCM`).
-    defines = tuple(config.get("defines")) if config.get("defines") is not None else build_defines(str(base))
+    if config.get("defines") is not None:
+        defines = tuple(config.get("defines"))
+    else:
+        defines = build_defines(str(base), cache_dir=None if no_cache else str(cache_dir or user_cache_dir()))
     options = AuditOptions(arch_list, rocm_version, selected, ignored, include_dirs=headers, defines=defines)
     if write_baseline is not None:
         _check_baseline_target(write_baseline)

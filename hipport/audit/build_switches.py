@@ -1,0 +1,130 @@
+"""The project's own switches for its AMD build (`-DUSE_ROCM`, `add_compile_definitions(GGML_USE_HIP)`), read
+from its Makefiles and CMake files, for the AMD view of each audited file (`amd_view.defines_for`).
+
+Finding them walks the project, which a pre-commit hook does on every commit: in a tree of thousands of folders
+that walk would cost more than the audit of the changed file. So what a walk saw is remembered in the user cache
+(each folder it listed and each build file it read, with their modification times and sizes) and a later run
+only checks those with one `stat` each. A folder's times change when an entry is added, removed or renamed in
+it, a file's when it is written; the change time (ctime) cannot be set back as the modification time can, so an
+unchanged record means the walk would see exactly what it saw."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import pickle
+import re
+import tempfile
+import time
+
+_BUILD_NAMES = ("Makefile", "makefile", "GNUmakefile", "CMakeLists.txt")
+_BUILD_SUFFIXES = (".mk", ".cmake")
+_SKIPPED_DIRS = ("build", "node_modules", "third_party")
+_D_FLAG = re.compile(rb"(?:-D[ \t]*|add_compile_definitions\([^)]*?\b|target_compile_definitions\([^)]*?\b)"
+                     rb"([A-Za-z_]\w*)(?:=(\w+))?")
+# A switch named after the AMD stack; `-DCUDA_...`/`NVIDIA` ones are the other build's.
+_AMD_SWITCH = re.compile(rb"ROCM|HIP|AMD", re.I)
+_NOT_AMD = re.compile(rb"CUDA|NVIDIA|NVCC", re.I)
+_MAX_BUILD_BYTES = 1_000_000
+# A time this close to the walk may still change within the file system's clock tick without the time changing
+# (the "racy" entries of git's index): such a walk is not remembered.
+_RACY_SECONDS = 2.0
+_CACHE_FORMAT = 2
+
+
+def build_defines(root: str, limit: int = 200, max_dirs: int = 5000, cache_dir: str | None = None) -> tuple[str, ...]:
+    """`-D` switches named for ROCm/HIP/AMD in the project's build files under ``root``, sorted. At most
+    ``limit`` build files and ``max_dirs`` folders are read, so a huge tree costs no more than a moment. With
+    ``cache_dir``, a walk whose folders and files are unchanged since the last one is not made again."""
+    if cache_dir is None:
+        return _walk(root, limit, max_dirs)[0]
+    path = _cache_path(cache_dir, root, limit, max_dirs)
+    remembered = _read(path)
+    if remembered is not None and _unchanged(remembered["seen"]):
+        return remembered["defines"]
+    started = time.time()
+    defines, seen = _walk(root, limit, max_dirs)
+    if all(stamp[0] / 1e9 < started - _RACY_SECONDS for _, stamp in seen):
+        _write(path, {"format": _CACHE_FORMAT, "defines": defines, "seen": seen})
+    return defines
+
+
+def _stamp(st: os.stat_result) -> tuple[int, int, int, int]:
+    """What changes when a file or folder does: the later of its two times first (for the racy test)."""
+    return (max(st.st_ctime_ns, st.st_mtime_ns), st.st_mtime_ns, st.st_size, st.st_ino)
+
+
+_MISSING = (-1, -1, -1, -1)
+
+
+def _walk(root: str, limit: int, max_dirs: int) -> tuple[tuple[str, ...], list[tuple[str, tuple]]]:
+    """(the switches, (path, stamp) of every folder listed and build file read)."""
+    found: set[str] = set()
+    seen: list[tuple[str, tuple]] = []
+    files_read = 0
+    for count, (folder, dirs, files) in enumerate(os.walk(root)):
+        if count > max_dirs:
+            break
+        try:
+            seen.append((folder, _stamp(os.stat(folder))))
+        except OSError:
+            seen.append((folder, _MISSING))
+        dirs[:] = [d for d in dirs if not d.startswith(".") and d not in _SKIPPED_DIRS]
+        for name in files:
+            if name not in _BUILD_NAMES and not name.endswith(_BUILD_SUFFIXES):
+                continue
+            files_read += 1
+            if files_read > limit:
+                return tuple(sorted(found)), seen
+            file_path = os.path.join(folder, name)
+            try:
+                with open(file_path, "rb") as fh:
+                    st = os.fstat(fh.fileno())
+                    seen.append((file_path, _stamp(st)))
+                    # Asked for no more than the file holds: a read of 1 MB allocates 1 MB, and 200 of them
+                    # were most of this walk's time.
+                    text = fh.read(min(st.st_size, _MAX_BUILD_BYTES) if st.st_size else _MAX_BUILD_BYTES)
+            except OSError:
+                seen.append((file_path, _MISSING))
+                continue
+            for m in _D_FLAG.finditer(text):
+                word = m.group(1)
+                if _AMD_SWITCH.search(word) and not _NOT_AMD.search(word) and not word.startswith(b"__"):
+                    found.add(word.decode() + (f"={m.group(2).decode()}" if m.group(2) else ""))
+    return tuple(sorted(found)), seen
+
+
+def _unchanged(seen) -> bool:
+    for path, stamp in seen:
+        try:
+            now = _stamp(os.stat(path))
+        except OSError:
+            now = _MISSING
+        if now != stamp:
+            return False
+    return True
+
+
+def _cache_path(cache_dir: str, root: str, limit: int, max_dirs: int) -> str:
+    key = hashlib.sha256(f"{os.path.abspath(root)}\0{limit}\0{max_dirs}".encode("utf-8", "surrogateescape"))
+    return os.path.join(cache_dir, "build-switches", key.hexdigest()[:24] + ".pickle")
+
+
+def _read(path: str) -> dict | None:
+    try:
+        with open(path, "rb") as fh:
+            data = pickle.load(fh)
+    except Exception:  # missing, truncated, or from another Python: walk again
+        return None
+    return data if isinstance(data, dict) and data.get("format") == _CACHE_FORMAT else None
+
+
+def _write(path: str, data: dict) -> None:
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp-")
+        with os.fdopen(fd, "wb") as fh:
+            pickle.dump(data, fh, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(tmp, path)  # concurrent runs each write a whole file; the last rename wins
+    except OSError:
+        pass  # a read-only or full disk only costs speed
