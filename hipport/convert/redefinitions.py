@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from hipport import rocm
-from hipport.convert.calls import call_args, matching_close, next_code, prev_code
+from hipport.convert.calls import call_args, matching_close, next_code, prev_code, split_args
 from hipport.convert.context import ConversionContext
 from hipport.scan import COMMENT, IDENT, KEYWORD, LITERAL, PUNCT, Tokens, lex
 
@@ -187,6 +187,7 @@ def definitions(ctx: ConversionContext) -> list[Definition]:
     scope: list[bytes | None] = []   # per open brace: a namespace's name (b"" anonymous / extern "C"), None other
     inside = 0                       # how many of them are not namespaces: a body, a class, an initializer
     braces = _braces(tokens, in_directive)
+    firsts = tokens.first_bytes()
     i = 0
     while i < n:
         if inside:
@@ -206,7 +207,7 @@ def definitions(ctx: ConversionContext) -> list[Definition]:
         elif kind == PUNCT and text == b"}":
             if scope:
                 inside -= scope.pop() is None
-        elif kind == IDENT or kind == KEYWORD and text == b"operator":
+        elif kind == IDENT and _before_paren(firsts, kinds, i + 1, n) or kind == KEYWORD and text == b"operator":
             found = _definition(ctx, i, tuple(s for s in scope if s))
             if found is not None:
                 d, body_close = found
@@ -215,6 +216,14 @@ def definitions(ctx: ConversionContext) -> list[Definition]:
                 continue
         i += 1
     return out
+
+
+def _before_paren(firsts: bytes, kinds, k: int, n: int) -> bool:
+    """Whether the first token at or after ``k`` that is not a comment is `(` (a token whose first byte is `(` is
+    that bracket): what a function's name is followed by, checked before anything dearer."""
+    while k < n and kinds[k] == COMMENT:
+        k += 1
+    return k < n and firsts[k] == 0x28
 
 
 def _braces(tokens: Tokens, in_directive) -> list[int]:
@@ -252,10 +261,13 @@ def _definition(ctx: ConversionContext, i: int, scope: tuple) -> tuple[Definitio
         name_end = next_code(tokens, i + 1)
         if name_end >= len(tokens) or tokens.text(name_end) not in _operators(ctx):
             return None
-    found = call_args(tokens, name_end)
-    if found is None:
+    # The parameters are split only for a definition: most names here are declarations, calls or variables.
+    open_index = next_code(tokens, name_end + 1)
+    if open_index >= len(tokens) or tokens.text(open_index) != b"(":
         return None
-    _, close, args = found
+    close = matching_close(tokens, open_index)
+    if close is None:
+        return None
     k = next_code(tokens, close + 1)
     while k < len(tokens) and not in_directive[k] and tokens.text(k) in _AFTER_PARAMS:
         k = next_code(tokens, k + 1)
@@ -264,6 +276,7 @@ def _definition(ctx: ConversionContext, i: int, scope: tuple) -> tuple[Definitio
     body_close = matching_close(tokens, k)
     if body_close is None:
         return None
+    args = split_args(tokens, open_index, close)
     first = before
     while True:
         j = prev_code(tokens, first - 1)
