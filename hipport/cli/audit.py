@@ -127,18 +127,29 @@ def _write_baseline(path: Path, keys: Counter) -> None:
         fail(f"{show(path)}: cannot write the baseline ({getattr(exc, 'strerror', None) or exc})")
 
 
-def _audit_one(source, options: AuditOptions, cache: ResultCache | None, converter):
-    """(source, bytes, findings, problem, conversion): a file that cannot be used (read as `hipport convert` reads
-    it, files.load_source) or lexed comes back with a problem, a one-line message naming it. The findings are the
-    audit's and the conversion's (``converter``, in memory) as one set; ``conversion`` is None when the findings
-    came from the cache."""
-    path = str(source.path)
+def _load_one(source, options: AuditOptions, cache: ResultCache | None):
+    """(bytes, cache key, cached findings or None), or the one-line problem when the file cannot be used (read
+    as `hipport convert` reads it, files.load_source)."""
     try:
         src, _ = load_source(source)
     except InputError as exc:
-        return source, b"", [], str(exc), None
-    key = os.fsencode(path) + b"\0" + src + b"\0" + dependency_key(src, path, options.include_dirs)
-    findings = cache.get(key) if cache is not None else None
+        return str(exc)
+    key = os.fsencode(str(source.path)) + b"\0" + src + b"\0" + dependency_key(src, str(source.path),
+                                                                            options.include_dirs)
+    return src, key, cache.get(key) if cache is not None else None
+
+
+def _audit_one(source, options: AuditOptions, cache: ResultCache | None, converter, loaded=None):
+    """(source, bytes, findings, problem, conversion): a file that cannot be used or lexed comes back with a
+    problem, a one-line message naming it. The findings are the audit's and the conversion's (``converter``, in
+    memory) as one set; ``conversion`` is None when the findings came from the cache. ``loaded``: what
+    `_load_one` gave for it, when it was read already."""
+    path = str(source.path)
+    if loaded is None:
+        loaded = _load_one(source, options, cache)
+    if isinstance(loaded, str):
+        return source, b"", [], loaded, None
+    src, key, findings = loaded
     conversion = None
     if findings is None:
         from hipport.audit import audit_source
@@ -154,6 +165,45 @@ def _audit_one(source, options: AuditOptions, cache: ResultCache | None, convert
     return source, src, findings, None, conversion
 
 
+# Files audited a batch at a time: the batch's files not in the result cache, up to this many bytes, are lexed
+# together (`scan.lexed_ahead`: libclang's set-up of a buffer costs more than lexing a typical file).
+BATCH_FILES = 32
+READ_AHEAD_BYTES = 1 << 20
+
+
+def _audit_batch(batch, options: AuditOptions, cache: ResultCache | None, converter) -> list:
+    """`_audit_one` of each source of ``batch``, in order."""
+    loaded: list = []
+    ahead: list[bytes] = []
+    size = 0
+    for source in batch:
+        if size >= READ_AHEAD_BYTES:
+            loaded.append(None)  # read when its turn comes
+            continue
+        item = _load_one(source, options, cache)
+        loaded.append(item)
+        if isinstance(item, str) or item[2] is not None:
+            continue
+        from hipport.convert.engine import lexed_input  # here: a batch of cached files needs no conversion
+
+        src = item[0]
+        size += len(src)
+        ahead.append(src)  # what the audit lexes where no `#if` branch is dead for AMD
+        converted = lexed_input(src, converter.rules())
+        if converted is not None and converted is not src and converted != src:
+            ahead.append(converted)  # what the conversion lexes (a byte-order mark dropped)
+    if not ahead:
+        return [_audit_one(source, options, cache, converter, item) for source, item in zip(batch, loaded)]
+    from hipport.scan import lexed_ahead
+
+    results = []
+    with lexed_ahead(ahead):
+        for source, item in zip(batch, loaded):
+            raise_if_interrupted()
+            results.append(_audit_one(source, options, cache, converter, item))
+    return results
+
+
 _worker_args: tuple | None = None
 
 
@@ -165,8 +215,8 @@ def _init_worker(args: tuple) -> None:
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 
-def _audit_in_worker(source):
-    return _audit_one(source, *_worker_args)
+def _audit_in_worker(batch):
+    return _audit_batch(batch, *_worker_args)
 
 
 def audit_files(sources, options: AuditOptions, jobs: int, cache: ResultCache | None, converter):
@@ -177,24 +227,26 @@ def audit_files(sources, options: AuditOptions, jobs: int, cache: ResultCache | 
 
         converter.rules()  # read once here, not once in each worker
         context = multiprocessing.get_context("fork")
-        chunk = max(1, min(16, len(sources) // (jobs * 8)))
+        size = max(1, min(BATCH_FILES, len(sources) // (jobs * 8)))
+        batches = [sources[i:i + size] for i in range(0, len(sources), size)]
         pool = ProcessPoolExecutor(jobs, mp_context=context, initializer=_init_worker, initargs=((options, cache, converter),))
         # Workers start with SIGINT blocked until they ignore it: a Ctrl-C now reaches this process only.
         signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
         try:
-            results = pool.map(_audit_in_worker, sources, chunksize=chunk)
+            results = pool.map(_audit_in_worker, batches)
         finally:
             signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
         try:
-            yield from results
+            for batch_results in results:
+                yield from batch_results
         except BaseException:  # interrupted (or closed early): drop what has not started
             pool.shutdown(wait=True, cancel_futures=True)
             raise
         pool.shutdown()
         return
-    for source in sources:
+    for first in range(0, len(sources), BATCH_FILES):
         raise_if_interrupted()
-        yield _audit_one(source, options, cache, converter)
+        yield from _audit_batch(sources[first:first + BATCH_FILES], options, cache, converter)
 
 
 @click.command("audit")
