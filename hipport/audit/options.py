@@ -29,11 +29,11 @@ class AuditOptions:
 _QUOTED_INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*"([^"\n]+)"', re.M)
 
 
-def dependency_key(src: bytes, path: str, include_dirs: tuple[str, ...] = ()) -> bytes:
-    """What a file's audit depends on besides its own bytes: the headers it includes with quotes, by path, size
-    and modification time, so that a cached result is not reused after one of them changed."""
+def quoted_includes(src: bytes, path: str, include_dirs: tuple[str, ...] = ()) -> list[tuple[str, os.stat_result]]:
+    """The headers ``src`` includes with quotes that exist, found as a compiler finds them (beside the file, then
+    in ``include_dirs``), each with its `stat`."""
     here = os.path.dirname(os.path.abspath(path))
-    parts = []
+    found = []
     for m in _QUOTED_INCLUDE.finditer(src):
         name = m.group(1).decode("utf-8", "replace")
         for folder in (here, *include_dirs):
@@ -42,6 +42,17 @@ def dependency_key(src: bytes, path: str, include_dirs: tuple[str, ...] = ()) ->
                 st = os.stat(candidate)
             except OSError:
                 continue
-            parts.append(f"{candidate}\0{st.st_size}\0{st.st_mtime_ns}")
+            found.append((candidate, st))
             break
+    return found
+
+
+def dependency_key(src: bytes, path: str, include_dirs: tuple[str, ...] = (),
+                   includes: list[tuple[str, os.stat_result]] | None = None) -> bytes:
+    """What a file's audit depends on besides its own bytes: the headers it includes with quotes, by path, size
+    and modification time, so that a cached result is not reused after one of them changed. ``includes``:
+    `quoted_includes` of the file, when known."""
+    if includes is None:
+        includes = quoted_includes(src, path, include_dirs)
+    parts = [f"{candidate}\0{st.st_size}\0{st.st_mtime_ns}" for candidate, st in includes]
     return "\n".join(parts).encode("utf-8", "surrogateescape")

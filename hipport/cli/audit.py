@@ -26,7 +26,7 @@ from hipport.audit.hazards import (
     parse_version,
 )
 from hipport.audit.build_switches import build_defines
-from hipport.audit.options import AuditOptions, dependency_key
+from hipport.audit.options import AuditOptions, dependency_key, quoted_includes
 from hipport.cache import ResultCache, rules_fingerprint
 from hipport.cli.options import (
     cache_dir_option,
@@ -128,15 +128,16 @@ def _write_baseline(path: Path, keys: Counter) -> None:
 
 
 def _load_one(source, options: AuditOptions, cache: ResultCache | None):
-    """(bytes, cache key, cached findings or None), or the one-line problem when the file cannot be used (read
-    as `hipport convert` reads it, files.load_source)."""
+    """(bytes, cache key, cached findings or None, the headers it includes with quotes), or the one-line problem
+    when the file cannot be used (read as `hipport convert` reads it, files.load_source)."""
     try:
         src, _ = load_source(source)
     except InputError as exc:
         return str(exc)
-    key = os.fsencode(str(source.path)) + b"\0" + src + b"\0" + dependency_key(src, str(source.path),
-                                                                            options.include_dirs)
-    return src, key, cache.get(key) if cache is not None else None
+    includes = quoted_includes(src, str(source.path), options.include_dirs)
+    key = os.fsencode(str(source.path)) + b"\0" + src + b"\0" + dependency_key(
+        src, str(source.path), options.include_dirs, includes)
+    return src, key, cache.get(key) if cache is not None else None, includes
 
 
 def _audit_one(source, options: AuditOptions, cache: ResultCache | None, converter, loaded=None):
@@ -149,7 +150,7 @@ def _audit_one(source, options: AuditOptions, cache: ResultCache | None, convert
         loaded = _load_one(source, options, cache)
     if isinstance(loaded, str):
         return source, b"", [], loaded, None
-    src, key, findings = loaded
+    src, key, findings, _ = loaded
     conversion = None
     if findings is None:
         from hipport.audit import audit_source
@@ -166,9 +167,13 @@ def _audit_one(source, options: AuditOptions, cache: ResultCache | None, convert
 
 
 # Files audited a batch at a time: the batch's files not in the result cache, up to this many bytes, are lexed
-# together (`scan.lexed_ahead`: libclang's set-up of a buffer costs more than lexing a typical file).
+# together (`scan.lexed_ahead`: libclang's set-up of a buffer costs more than lexing a typical file), and so are
+# the headers they include with quotes, up to this size, that this process has not lexed for an earlier batch (the
+# audit summarises a header once per process, `helpers.header_summary`).
 BATCH_FILES = 32
 READ_AHEAD_BYTES = 1 << 20
+HEADER_AHEAD_BYTES = 1 << 18
+_headers_ahead: set[tuple[str, int, int]] = set()
 
 
 def _audit_batch(batch, options: AuditOptions, cache: ResultCache | None, converter) -> list:
@@ -192,6 +197,16 @@ def _audit_batch(batch, options: AuditOptions, cache: ResultCache | None, conver
         converted = lexed_input(src, converter.rules())
         if converted is not None and converted is not src and converted != src:
             ahead.append(converted)  # what the conversion lexes (a byte-order mark dropped)
+        for header, st in item[3]:
+            seen = (header, st.st_mtime_ns, st.st_size)
+            if seen in _headers_ahead or not 0 < st.st_size <= HEADER_AHEAD_BYTES:
+                continue
+            _headers_ahead.add(seen)
+            try:
+                with open(header, "rb") as fh:
+                    ahead.append(fh.read(HEADER_AHEAD_BYTES + 1))
+            except OSError:  # its summary says why, if it is asked for
+                continue
     if not ahead:
         return [_audit_one(source, options, cache, converter, item) for source, item in zip(batch, loaded)]
     from hipport.scan import lexed_ahead
