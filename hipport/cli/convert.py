@@ -12,13 +12,6 @@ from pathlib import Path
 
 import click
 from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-)
 
 from hipport.cache import ResultCache, rules_fingerprint
 from hipport.cli.options import (
@@ -33,8 +26,6 @@ from hipport.cli.options import (
 )
 from hipport.config import ConfigError, find_config_for, load_config
 from hipport.convert import ConvertOptions
-from hipport.convert.build.rules import load_build_rules
-from hipport.convert.build.targets import default_targets
 from hipport.convert.runner import (
     Interrupted,
     LaterTargets,
@@ -42,14 +33,6 @@ from hipport.convert.runner import (
     signals_handled,
 )
 from hipport.convert.summary import summarize
-from hipport.convert.verify import (
-    ToolchainError,
-    TreeFile,
-    find_toolchain,
-    load_causes,
-    verify_tree,
-)
-from hipport.diffs import unified_diff
 from hipport.files import InputError, collect_sources, one_line, output_path, plan_output_dir, show
 from hipport.report.text import render_summary, render_verify
 from hipport.rocm import DEFAULT_ARCHS, VersionError, default_target_and_why, parse_rocm_version
@@ -200,6 +183,8 @@ def convert(paths, output_dir, diff_mode, check, to_stdout, roc, rocm_version, l
             targets = DEFAULT_ARCHS
             if any(s.build for s in sources):
                 def ask():
+                    from hipport.convert.build.targets import default_targets
+
                     return default_targets(use_cache=not no_cache, cache=ResultCache("targets", "probe", cache_dir))
 
                 if verify or apply_suggestions:  # both need the targets before the first file
@@ -207,7 +192,9 @@ def convert(paths, output_dir, diff_mode, check, to_stdout, roc, rocm_version, l
                     targets = probed.targets
                 else:  # hipcc takes half a second to answer: the sources are converted meanwhile
                     later = LaterTargets(ask, DEFAULT_ARCHS)
-        if not no_build_files:
+        if any(s.build for s in sources):  # (and a run without build files loads none of their code)
+            from hipport.convert.build.rules import load_build_rules
+
             load_build_rules()  # a malformed build rule file stops the run before any file is touched
     except (RuleError, InputError, ConfigError, VersionError) as exc:
         fail(str(exc))
@@ -216,6 +203,8 @@ def convert(paths, output_dir, diff_mode, check, to_stdout, roc, rocm_version, l
     toolchain_needs_verify(verify, verify_hipcc, verify_hip_include, verify_clang)
     toolchain = None
     if verify:  # before anything is written: no hipcc (or no target it knows) is a usage error
+        from hipport.convert.verify import ToolchainError, find_toolchain, load_causes
+
         try:
             load_causes()
             toolchain = find_toolchain(targets, **toolchain_choice(config, verify_hipcc, verify_hip_include,
@@ -250,6 +239,8 @@ def convert(paths, output_dir, diff_mode, check, to_stdout, roc, rocm_version, l
 
     def emit(source, result):
         if diff_mode and result.error is None:
+            from hipport.diffs import unified_diff
+
             sys.stdout.buffer.write(unified_diff(result, source.rel.as_posix() if output_dir else str(source.path)))
         elif to_stdout and result.error is None:
             sys.stdout.buffer.write(result.after)
@@ -267,6 +258,8 @@ def convert(paths, output_dir, diff_mode, check, to_stdout, roc, rocm_version, l
         "convert", f"{rules_fingerprint([p for p in rules.files])}\0{salt!r}\0{suggestion_level}", cache_dir)
     show_progress = err.is_terminal and not quiet and len(sources) > _PROGRESS_MIN_FILES and not (diff_mode or to_stdout)
     if show_progress:
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
         with Progress(TextColumn("converting"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                       console=err, transient=True) as progress:
             task = progress.add_task("convert", total=len(sources))
@@ -328,6 +321,8 @@ def verify_converted(toolchain, sources, results, write, output_dir, include_dir
     """`--verify` of `convert` and of `audit` (which passes write="none"). The converted tree as hipcc should see it: the files in place, the output tree, or (nothing written) a
     temporary copy of the converted texts (paths relative to it); then `verify_tree`. An include folder inside an
     input tree is searched in its converted copy first."""
+    from hipport.convert.verify import TreeFile, verify_tree
+
     files, mirrors = [], {}  # mirrors: input tree root -> where its converted copy is
     for source, result in zip(sources, results):
         if source.skip is not None or source.build is not None:

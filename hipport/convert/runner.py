@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import multiprocessing
-import multiprocessing.pool
 import os
 import signal
 import stat
@@ -15,7 +13,6 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 from hipport.cache import ResultCache
-from hipport.convert.build import convert_build_text
 from hipport.convert.context import ConvertOptions
 from hipport.convert.engine import convert_source, lexed_input
 from hipport.files import (
@@ -82,6 +79,8 @@ def convert_one(source: Source, rules: RuleSet, options: ConvertOptions,
     signals_before = interrupts_raised()
     try:
         if source.build is not None:  # a Makefile or CMake file: its own rules, no audit step
+            from hipport.convert.build import convert_build_text  # here: a run of sources only loads none of it
+
             result = convert_build_text(src, source.build, options, path)[0]
         else:
             result = convert_source(src, rules, options, path)
@@ -140,6 +139,8 @@ class LaterTargets:
     _SIZE = 4096
 
     def __init__(self, ask: Callable[[], object], fallback: tuple[str, ...]) -> None:
+        import multiprocessing
+
         context = multiprocessing.get_context("fork")
         self._ready = context.Event()
         self._shared = context.Array("c", self._SIZE, lock=False)
@@ -383,6 +384,8 @@ def _worker_pids(pool) -> set:
 
 def _next_result(it, pool, pids: set, timeout: float = 0.5):
     """The next result, raising _WorkerDied when a worker vanished (its task would never come back)."""
+    import multiprocessing
+
     while True:
         try:
             return it.next(timeout=timeout)
@@ -396,6 +399,8 @@ def _abandon(pool, stop, it, pids: set, done: int, total: int) -> None:  # done,
     back and the pool is joined. If a worker died, its task never returns: once the others have gone quiet (any
     write they were in is finished; a write cut anyway leaves only a stale temporary file, never a half file),
     they are killed and the pool is left behind."""
+    import multiprocessing.pool
+
     stop.set()
     lost = False
     try:
@@ -438,6 +443,8 @@ def _abandon(pool, stop, it, pids: set, done: int, total: int) -> None:  # done,
 
 def _convert_parallel(sources, rules, options, write, output_dir, on_result, jobs, force, results,
                       cache=None, post=None, later_targets=None) -> None:
+    import multiprocessing  # here: a run of one process (the pre-commit hook's) needs none of it
+
     # fork shares the loaded rule index with the workers instead of pickling it to each.
     context = multiprocessing.get_context("fork")
     chunk = max(1, min(32, len(sources) // (jobs * 8)))

@@ -5,8 +5,12 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from hipport.convert.verify import VerifyResult
+from typing import TYPE_CHECKING
+
 from hipport.model import FileResult
+
+if TYPE_CHECKING:  # a type name only: a run without --verify loads none of it
+    from hipport.convert.verify import VerifyResult
 
 
 @dataclass(slots=True)

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich.console import Console
 from rich.markup import escape
 
-from hipport.convert.summary import Summary
-from hipport.convert.verify import CompileError, VerifyResult
 from hipport.files import one_line
+
+if TYPE_CHECKING:  # type names only: a run without --verify loads none of it
+    from hipport.convert.summary import Summary
+    from hipport.convert.verify import CompileError, VerifyResult
 
 _LIST_LIMIT = 20
 

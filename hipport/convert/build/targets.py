@@ -13,7 +13,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from hipport.cache import ResultCache
-from hipport.convert.verify import ToolchainError, find_toolchain
 from hipport.rocm import DEFAULT_ARCHS
 
 # What moves the ROCm a hipcc compiles with, besides the hipcc itself.
@@ -42,6 +41,8 @@ def default_targets(environ: Mapping[str, str] = os.environ, *, use_cache: bool 
     cache.enabled = use_cache
     found = cache.get(key)
     if found is None:
+        from hipport.convert.verify import ToolchainError, find_toolchain  # here: a cached answer needs neither
+
         try:
             toolchain = find_toolchain(DEFAULT_ARCHS, environ)
             found = (toolchain.targets, tuple(toolchain.skipped.items()))
