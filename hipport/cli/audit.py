@@ -321,8 +321,10 @@ def audit_files(sources, options: AuditOptions, jobs: int, cache: ResultCache | 
 @toolchain_options
 @jobs_option
 @click.option("--no-cache", is_flag=True,
-              help="Analyse every file. By default results are cached by file content (and hipport version, "
-                   "rules and options), so a full-tree run only analyses what changed.")
+              help="Analyse every file and walk the project for its build files' `-D` switches again. By default "
+                   "results are cached by file content (and hipport version, rules and options), so a full-tree run "
+                   "only analyses what changed, and the walk is remembered until a folder or build file it saw "
+                   "changes.")
 @cache_dir_option
 @click.option("-q", "--quiet", is_flag=True, help="One line per finding; no source lines, patches or summary.")
 @click.option("-v", "--verbose", is_flag=True,
