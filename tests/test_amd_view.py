@@ -105,6 +105,15 @@ def test_build_defines_does_not_remember_a_walk_of_what_just_changed(tmp_path):
     assert not list((tmp_path / "cache").rglob("*.pickle"))
 
 
+def test_build_defines_remembers_a_missing_project_until_it_appears(tmp_path, monkeypatch):
+    project, cache = tmp_path / "p", str(tmp_path / "cache")
+    _age(monkeypatch)
+    assert build_defines(str(project), cache_dir=cache) == ()
+    project.mkdir()
+    (project / "Makefile").write_text("-DUSE_ROCM\n")
+    assert build_defines(str(project), cache_dir=cache) == ("USE_ROCM",)
+
+
 def test_build_defines_cache_that_is_damaged_is_walked_again(tmp_path, monkeypatch):
     project, cache = tmp_path / "p", tmp_path / "cache"
     project.mkdir()

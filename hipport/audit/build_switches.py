@@ -91,6 +91,11 @@ def _walk(root: str, limit: int, max_dirs: int) -> tuple[tuple[str, ...], list[t
                 word = m.group(1)
                 if _AMD_SWITCH.search(word) and not _NOT_AMD.search(word) and not word.startswith(b"__"):
                     found.add(word.decode() + (f"={m.group(2).decode()}" if m.group(2) else ""))
+    if not seen:  # no folder there (yet): remember that, so that one made later is walked
+        try:
+            seen.append((root, _stamp(os.stat(root))))
+        except OSError:
+            seen.append((root, _MISSING))
     return tuple(sorted(found)), seen
 
 
