@@ -134,7 +134,9 @@ def read_ahead(batch: list[Source], rules: RuleSet, cache: ResultCache | None) -
 class LaterTargets:
     """The AMD targets for build files, while the installed hipcc is asked for them in a thread of the main process
     (half a second of waiting on hipcc, `build/targets.py`): sources are converted meanwhile, and whoever meets a
-    build file waits for the answer. Made before the worker processes are forked, so they see it too."""
+    build file waits for the answer. Made before the worker processes are forked, so they share its answer, but
+    asked (`start`) only once they exist: workers forked while the thread starts hipcc would hold the ends of its
+    pipes, and the question would wait for them while they wait for its answer."""
 
     _SIZE = 4096
 
@@ -148,7 +150,13 @@ class LaterTargets:
         self._answer: object = None
         self._error: BaseException | None = None
         self._thread = threading.Thread(target=self._ask, args=(ask,), name="hipport-targets", daemon=True)
-        self._thread.start()
+        self._started = False
+
+    def start(self) -> None:
+        """Ask now (main process; once, however often it is called)."""
+        if not self._started:
+            self._started = True
+            self._thread.start()
 
     def _ask(self, ask: Callable[[], object]) -> None:
         try:
@@ -172,6 +180,7 @@ class LaterTargets:
 
     def answer(self) -> object:
         """What ``ask`` returned (main process only)."""
+        self.start()  # a run that ended before converting anything never asked
         self._thread.join()
         if self._error is not None:
             raise self._error
@@ -345,6 +354,8 @@ def convert_tree(
                 _convert_parallel(sources, rules, options, write, output_dir, on_result, jobs, force, results, cache,
                                   post, later_targets)
                 return results
+            if later_targets is not None:
+                later_targets.start()
             for first in range(0, len(sources), BATCH_FILES):
                 chunk = sources[first:first + BATCH_FILES]
                 written = _Batch()
@@ -457,6 +468,8 @@ def _convert_parallel(sources, rules, options, write, output_dir, on_result, job
                             initargs=((rules, options, write, output_dir, force, stop, cache, post, later_targets),))
     finally:
         signal.pthread_sigmask(signal.SIG_UNBLOCK, _SIGNALS)
+    if later_targets is not None:
+        later_targets.start()  # now that every worker is forked (see `LaterTargets`)
     pids = _worker_pids(pool)
     # Batches as single tasks: imap then returns an iterator whose next() takes a timeout, so a worker that
     # vanished (its batch would never come back) is noticed instead of waited for.
