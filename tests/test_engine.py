@@ -116,6 +116,19 @@ def test_unsupported_name_is_reported_not_renamed(convert):
     assert [f.subject for f in result.findings] == ["cudaDeviceFlushGPUDirectRDMAWrites"]
 
 
+def test_unsupported_name_the_file_defines_as_a_macro_is_its_own(convert):
+    # A single-source project's compat header supplies what HIP lacks: nothing is left to port by hand.
+    src = ("#ifdef USE_ROCM\n#define cudaDeviceFlushGPUDirectRDMAWrites(t, s) hipSuccess\n#endif\n"
+           "void f() { cudaDeviceFlushGPUDirectRDMAWrites(t, s); }\n")
+    result = convert(src)
+    assert result.after == result.before and result.findings == []
+    # Defined under another name, or only named in a condition: still reported.
+    result = convert("#define FLUSH(t, s) cudaDeviceFlushGPUDirectRDMAWrites(t, s)\nvoid f() { FLUSH(t, s); }\n")
+    assert [f.subject for f in result.findings] == ["cudaDeviceFlushGPUDirectRDMAWrites"]
+    result = convert("#ifdef cudaDeviceFlushGPUDirectRDMAWrites\n#endif\ncudaDeviceFlushGPUDirectRDMAWrites(t, s);\n")
+    assert 3 in [f.line for f in result.findings]
+
+
 def test_generic_unsupported_device_names_need_a_call_the_file_does_not_declare(convert):
     assert convert("int saturate = 3; float umax;\n").findings == []
     assert convert("__device__ float saturate(float x);\n").findings == []
