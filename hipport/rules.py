@@ -226,6 +226,10 @@ def _load_headers_file(path: Path, data: dict, rules: RuleSet) -> None:
         entry = _check_entry(path, ns, entry, frozenset({"hip"}))
         if "hip" not in entry:
             raise RuleError(f"{path}: namespace `{ns}` needs `hip = \"...\"`")
+        parts, target = ns.split("::"), entry["hip"].split("::")
+        if not all(_IDENT.match(x) for x in (*parts, *target)) or len(parts) > 2 or len(target) != len(parts) \
+                or parts[:-1] != target[:-1]:
+            raise RuleError(f"{path}: namespace `{ns}` must be a name, or `outer::inner` renamed to `outer::other`")
         rules.namespaces[ns] = entry["hip"]
     for fam, entry in _section(path, data, "families").items():
         if not isinstance(entry, dict) or set(entry) - {"rename", "note"} or entry.get("rename") is not False \

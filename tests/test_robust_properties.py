@@ -299,6 +299,8 @@ LOADER_REGRESSIONS = {
     "namespaces not a table": '"namespaces" = 3\n',
     "families not a table": '"families" = ""\n',
     "namespace entry without hip": '[namespaces]\n"cub" = {  }\n',
+    "nested namespace renamed into another": '[namespaces]\n"thrust::cuda" = { hip = "rocthrust::hip" }\n',
+    "namespace not a name": '[namespaces]\n"a b" = { hip = "c" }\n',
     "entry name with a newline": '[family]\nname = "x"\n[names]\n"a\\nb" = { hip = "y" }\n',
     "not UTF-8": b"# caf\xe9\n",
 }

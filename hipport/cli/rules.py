@@ -205,8 +205,8 @@ def show(ctx, name, rule_dirs, hipify_perl, no_hipify_perl, config_path):
         for line in semantic[1:]:  # a stand-in that replaces the header's include
             click.echo(line)
     elif name in rules.namespaces:
-        click.echo(f"{name}  (namespace)\n  HIP: {rules.namespaces[name]}  (`{name}::` and `namespace {name}` are "
-                   f"renamed)")
+        where = f"`{name}::` is renamed" if "::" in name else f"`{name}::` and `namespace {name}` are renamed"
+        click.echo(f"{name}  (namespace)\n  HIP: {rules.namespaces[name]}  ({where})")
     elif semantic:
         for line in semantic:
             click.echo(line)

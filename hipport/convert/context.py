@@ -106,7 +106,8 @@ def names_without_prefix(rules: RuleSet) -> frozenset:
     if cached is not None and cached[0] is rules:
         return cached[1]
     sem = load_semantic()
-    names = (*rules.names, *rules.namespaces, *sem.guards, *sem.device_pass, *sem.version_macros, *sem.warp_sync)
+    names = (*rules.names, *(ns.rsplit("::", 1)[-1] for ns in rules.namespaces), *sem.guards, *sem.device_pass,
+             *sem.version_macros, *sem.warp_sync)
     others = frozenset(n.encode() for n in names if not n.startswith(_BROAD_PREFIXES))
     _other_names[id(rules)] = (rules, others)
     return others

@@ -39,6 +39,12 @@ def rename_identifiers(ctx: ConversionContext) -> None:
         if name in namespaces and (nxt == b"::" or prev == b"namespace"):
             ctx.convert(starts[i], ends[i], namespaces[name].encode(), name, "namespace")
             continue
+        if nxt == b"::" and prev == b"::" and i >= 2:  # `thrust::cuda::par`: a namespace known only inside another
+            qualified = f"{tokens.text(i - 2).decode('latin-1')}::{name}"
+            if qualified in namespaces:
+                ctx.convert(starts[i], ends[i], namespaces[qualified].rsplit("::", 1)[-1].encode(), qualified,
+                            "namespace")
+                continue
         if name in roc_types:
             roc_name, host_only = roc_types[name]
             if not host_only or not has_device_code(ctx):
