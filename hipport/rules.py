@@ -380,7 +380,7 @@ def load_cached(kind: str, files: list[Path], build):
     except Exception:  # missing, truncated or from another Python: rebuild it
         pass
     value = build()
-    _store(cached, value, kind)
+    store_pickle(cached, value, kind)
     return value
 
 
@@ -396,7 +396,9 @@ def _unpickle(data: bytes):
             gc.enable()
 
 
-def _store(path: Path, value, kind: str) -> None:
+def store_pickle(path: Path, value, kind: str) -> None:
+    """``value`` pickled to ``path`` through a temporary file and a rename (a reader never sees half of it); a
+    folder that cannot be written only costs the next run its time."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{kind}-", suffix=".tmp")

@@ -3,7 +3,7 @@ from its Makefiles and CMake files, for the AMD view of each audited file (`amd_
 
 Finding them walks the project, which a pre-commit hook does on every commit: in a tree of thousands of folders
 that walk would cost more than the audit of the changed file. So what a walk saw is remembered in the user cache
-(each folder it listed and each build file it read, with their modification times and sizes) and a later run
+(each folder it listed and each build file it read, with their times, sizes and inodes) and a later run
 only checks those with one `stat` each. A folder's times change when an entry is added, removed or renamed in
 it, a file's when it is written; the change time (ctime) cannot be set back as the modification time can, so an
 unchanged record means the walk would see exactly what it saw."""
@@ -14,8 +14,10 @@ import hashlib
 import os
 import pickle
 import re
-import tempfile
 import time
+from pathlib import Path
+
+from hipport.rules import store_pickle
 
 _BUILD_NAMES = ("Makefile", "makefile", "GNUmakefile", "CMakeLists.txt")
 _BUILD_SUFFIXES = (".mk", ".cmake")
@@ -45,7 +47,7 @@ def build_defines(root: str, limit: int = 200, max_dirs: int = 5000, cache_dir: 
     started = time.time()
     defines, seen = _walk(root, limit, max_dirs)
     if all(stamp[0] / 1e9 < started - _RACY_SECONDS for _, stamp in seen):
-        _write(path, {"format": _CACHE_FORMAT, "defines": defines, "seen": seen})
+        store_pickle(Path(path), {"format": _CACHE_FORMAT, "defines": defines, "seen": seen}, "build-switches")
     return defines
 
 
@@ -122,14 +124,3 @@ def _read(path: str) -> dict | None:
     except Exception:  # missing, truncated, or from another Python: walk again
         return None
     return data if isinstance(data, dict) and data.get("format") == _CACHE_FORMAT else None
-
-
-def _write(path: str, data: dict) -> None:
-    try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp-")
-        with os.fdopen(fd, "wb") as fh:
-            pickle.dump(data, fh, protocol=pickle.HIGHEST_PROTOCOL)
-        os.replace(tmp, path)  # concurrent runs each write a whole file; the last rename wins
-    except OSError:
-        pass  # a read-only or full disk only costs speed
