@@ -199,3 +199,35 @@ def cmake_hip_setup(work: Path, sources: Path | None = None) -> tuple[dict, list
                CMAKE_PREFIX_PATH=str(hip_lang[-1].parent.parent))
     args.append(f"-DCMAKE_HIP_COMPILER_ROCM_ROOT={root}")
     return env, args
+
+
+# The real ROCm toolchains of ../shared/tools/rocm_chroot.sh: hipcc of ROCm 7.2.4 and 6.4.3 in chroots, with real
+# code generation (no GPU needed). `.ci/run` installs both; a developer runs the script once as root.
+REAL_HIPCC = {"7.2": "rocm7-hipcc", "6.4": "rocm64-hipcc"}
+# A wave64 and a wave32 target: MI300 (gfx942) and RDNA3 (gfx1100).
+REAL_ARCHS = ("gfx942", "gfx1100")
+_CHROOT_SCRIPT = Path(__file__).resolve().parents[2] / "shared" / "tools" / "rocm_chroot.sh"
+
+
+def real_hipcc(release: str) -> str:
+    """Path of the wrapper for ``release`` ("7.2" or "6.4"); skips (fails under CI=true) without it."""
+    exe = shutil.which(REAL_HIPCC[release]) or shutil.which(REAL_HIPCC[release], path="/usr/local/bin")
+    need(exe, f"the real ROCm {release} compiler `{REAL_HIPCC[release]}`",
+         f"as root: bash {_CHROOT_SCRIPT} {'7' if release == '7.2' else release}")
+    return exe
+
+
+def real_compile(path: Path, release: str = "7.2", archs=REAL_ARCHS, *extra: str,
+                 timeout: int = 600) -> subprocess.CompletedProcess:
+    """Compile ``path`` (`-c`, object thrown away) with the real hipcc of ROCm ``release`` for each of ``archs``,
+    code generation included. The compiler runs in a chroot that sees /tmp and the top-level folder of the file's
+    folder; the working directory is the file's folder, so quoted includes resolve as usual."""
+    import tempfile
+
+    exe = real_hipcc(release)
+    path = Path(path).resolve()
+    with tempfile.TemporaryDirectory(prefix="hipport-real-") as out:
+        cmd = [exe, "-x", "hip", *(f"--offload-arch={a}" for a in archs), "-std=c++17", "-w", *extra,
+               "-c", str(path), "-o", str(Path(out) / "unit.o")]
+        return subprocess.run(cmd, capture_output=True, text=True, cwd=path.parent, timeout=timeout,
+                              env={k: v for k, v in os.environ.items() if k != "HIP_PLATFORM"})
