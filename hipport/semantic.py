@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from hipport.releases import _parse as parse_release_data
+from hipport.releases import sync_enabled_from
 from hipport.rules import RuleError, _read_toml, builtin_rules_dir, load_cached
 
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -324,7 +326,7 @@ def _shims(path, data) -> dict:
     return out
 
 
-_FILES = ("calls.toml", "macros.toml", "warp.toml", "roc.toml", "shims.toml")
+_FILES = ("calls.toml", "macros.toml", "warp.toml", "roc.toml", "shims.toml", "rocm/releases.toml")
 
 
 @lru_cache(maxsize=1)
@@ -377,7 +379,8 @@ def _parse(base: Path) -> Semantic:
     return Semantic(
         symbol, frozenset(address), kernel, arity, _rewrites(calls_path, calls), roc_libraries, roc_types, guards, device, versions, sync,
         _version(warp_path, "versions.sync_opt_in", wv.get("sync_opt_in")),
-        _version(warp_path, "versions.sync_enabled", wv.get("sync_enabled")),
+        # From the release data generated from the headers, not a number typed here: 6.4.3 still has them opt-in.
+        sync_enabled_from(parse_release_data(base / "rocm" / "releases.toml")),
         frozenset(masks["full32"]), frozenset(masks["full64"]),
         _str(warp_path, "masks", "full64_spelling", masks.get("full64_spelling")),
         defaults,

@@ -126,7 +126,7 @@ def syntax_check(path: Path, *extra: str, tree: str = "5.2",
                  target: tuple | None = None) -> subprocess.CompletedProcess:
     """hipcc -fsyntax-only for gfx90a, with Debian's HIP 5.2 (``tree="5.2"``) or ROCm 6.2.2's headers
     (``tree="6.2"``); ``target`` (the ROCm release the code was converted for) picks the tree instead. A target of
-    6.3 or later is checked against 6.2.2 with the `*_sync` built-ins on, as 6.3 has them unconditionally. A
+    7.0 or later is checked against 6.2.2 with the `*_sync` built-ins on, as 7.0 has them by default. A
     library header the file needs that the tree lacks skips (fails under CI) the calling test first, naming its
     package, instead of failing it with a compiler error."""
     if target is not None:
@@ -138,7 +138,7 @@ def syntax_check(path: Path, *extra: str, tree: str = "5.2",
         require_hipcc62()
         require_headers(headers, includes, [ROCM62 / "include"])
         compiler = str(HIPCC62)
-        if target is not None and tuple(target[:2]) >= (6, 3):
+        if target is not None and tuple(target[:2]) >= (7, 0):
             extra = ("-DHIP_ENABLE_WARP_SYNC_BUILTINS", *extra)
     else:
         require_headers(headers, includes)

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from hipcc import require_hipcc, syntax_check
+from hipcc import real_compile, require_hipcc, syntax_check
 
 from hipport.convert import ConvertOptions, convert_source
 
@@ -113,8 +113,8 @@ def _compiles_on(tmp_path, text: str, target: tuple):
     assert r.returncode == 0, r.stderr[-3000:]
 
 
-def test_warp_builtins_6_3_and_7_0_take_64_bit_masks(conv, tmp_path):
-    for version in ((6, 3), (7, 0)):
+def test_warp_builtins_7_take_64_bit_masks(conv, tmp_path):
+    for version in ((7, 0), (7, 2)):
         result = conv(SYNC, rocm_version=version)
         text = result.after.decode()
         assert "__shfl_xor_sync(0xffffffffffffffffull, v, 1)" in text
@@ -124,9 +124,26 @@ def test_warp_builtins_6_3_and_7_0_take_64_bit_masks(conv, tmp_path):
         assert "__all_sync(0xffffffffffffffffull, v > 1)" in text
         rules = {f.rule_id for f in result.findings}
         assert "warp-sync-mask" in rules
-    # Compiled with ROCm 6.2.2's headers and the *_sync built-ins on, as 6.3 has them: its static_assert takes
-    # only 64-bit masks.
-    _compiles_on(tmp_path, conv(SYNC_FULL, rocm_version=(6, 3)).after.decode(), (6, 3))
+    # Compiled with ROCm 6.2.2's headers and the *_sync built-ins switched on: its static_assert takes only 64-bit
+    # masks; and with the real ROCm 7.2, where they are on by default, for a wave64 and a wave32 target.
+    _compiles_on(tmp_path, conv(SYNC_FULL, rocm_version=(7, 0)).after.decode(), (7, 0))
+    f = tmp_path / "sync-7.2.hip"
+    f.write_text("#include <hip/hip_runtime.h>\n" + conv(SYNC_FULL, rocm_version=(7, 2)).after.decode())
+    r = real_compile(f, "7.2")
+    assert r.returncode == 0, r.stderr[-3000:]
+
+
+@pytest.mark.parametrize("version", [(6, 3), (6, 4)])
+def test_warp_builtins_6_4_are_written_mask_free(conv, tmp_path, version):
+    """ROCm 6.4.3's `*_sync` built-ins are still opt-in (HIP_ENABLE_WARP_SYNC_BUILTINS, read from its headers
+    into rules/rocm/releases.toml): code converted for 6.3 or 6.4 calls the mask-free forms, and builds with the
+    real 6.4 compiler as written (the `_sync` form did not: `__shfl_down_sync` undeclared)."""
+    text = conv(SYNC_FULL, rocm_version=version).after.decode()
+    assert "_sync" not in text and "__shfl_down(v, 2, 16)" in text
+    f = tmp_path / "sync-6.4.hip"
+    f.write_text("#include <hip/hip_runtime.h>\n" + text)
+    r = real_compile(f, "6.4")
+    assert r.returncode == 0, r.stderr[-3000:]
 
 
 def test_warp_builtins_6_2_are_written_mask_free(conv, tmp_path):

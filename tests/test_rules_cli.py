@@ -252,7 +252,7 @@ def test_show_tells_the_warp_sync_rewrite_convert_does(env):
     """HIPIFY's table lists no HIP name for `__shfl_down_sync`; convert still rewrites it, and `rules show` says how."""
     out = _show(env, "__shfl_down_sync")
     assert "never renamed" not in out and "none (unsupported" not in out
-    assert "before 6.3: `__shfl_down(...)`" in out and "`0xffffffffffffffffull`" in out
+    assert "before 7.0: `__shfl_down(...)`" in out and "`0xffffffffffffffffull`" in out
     call = "__device__ float f(float v) { return __shfl_down_sync(0xffffffff, v, 1); }\n"
     assert "__shfl_down(v, 1)" in _convert(call, "5.2")
     assert "__shfl_down(v, 1)" in _convert(call, "6.2")  # 6.2's *_sync are opt-in

@@ -325,8 +325,8 @@ def _semantic_lines(sem: Semantic, name: str) -> list[str]:
             f"{name}  (warp built-in, rules/warp.toml)",
             "  convert:      depends on the targeted ROCm (--rocm-version):",
             f"                before {enabled}: `{plain}(...)`, the mask argument dropped; a mask that is not all "
-            f"lanes is reported (warp-sync-mask): before {opt_in} there is no *_sync form, and {opt_in}'s are "
-            f"undeclared without -DHIP_ENABLE_WARP_SYNC_BUILTINS",
+            f"lanes is reported (warp-sync-mask): before {opt_in} there is no *_sync form, and from {opt_in} "
+            f"until {enabled} they are undeclared without -DHIP_ENABLE_WARP_SYNC_BUILTINS",
             f"                {enabled} and later: `{name}(...)` kept; a 32-bit all-lanes mask (`0xffffffff`, `~0u`, "
             f"...) becomes `{sem.full64_spelling}`, a 64-bit one stays, any other mask is reported (warp-sync-mask): "
             f"HIP takes 64-bit masks",

@@ -1,0 +1,128 @@
+"""What a ROCm release has: the names, headers, warp built-ins and arities of each release, as generated from the
+release's real headers by tools/gen_releases.py into rules/rocm/releases.toml.
+
+Only the releases whose trees were read are in the data (the "data releases"). Any other target is answered by a
+data release of the same major version: the nearest one at or above it (7.0 and 7.1 by 7.2, 6.3 by 6.4), else the
+newest of that major (5.7 by 5.2). That choice follows how ROCm changes: a major release brings the breaking
+changes (hipBLAS 3 and default `*_sync` built-ins in 7.0), minor ones add. A question about a name or header of a
+library the chosen release's tree lacks gets None: no claim either way.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+from hipport.rules import RuleError, builtin_rules_dir, load_cached
+
+SYNC_STATES = ("absent", "opt-in", "default")
+
+
+@dataclass(frozen=True)
+class ReleaseData:
+    releases: tuple[tuple[int, int], ...]
+    source: dict[tuple[int, int], str] = field(default_factory=dict)
+    libraries: dict[tuple[int, int], frozenset[str]] = field(default_factory=dict)
+    sync: dict[tuple[int, int], tuple[str, str]] = field(default_factory=dict)  # (state, macro)
+    names: dict[str, frozenset[tuple[int, int]]] = field(default_factory=dict)
+    headers: dict[str, frozenset[tuple[int, int]]] = field(default_factory=dict)
+    arity: dict[str, dict[tuple[int, int], tuple[int, ...]]] = field(default_factory=dict)
+
+    def data_release(self, target: tuple) -> tuple[int, int]:
+        """The data release that answers for ``target`` (see the module's doc)."""
+        t = tuple(target[:2])
+        same = [r for r in self.releases if r[0] == t[0]]
+        if same:
+            above = [r for r in same if r >= t]
+            return min(above) if above else max(same)
+        below = [r for r in self.releases if r <= t]
+        return max(below) if below else min(self.releases)
+
+    def sync_state(self, target: tuple) -> tuple[str, str]:
+        """("absent" | "opt-in" | "default", the macro that turns them on or off) of the `*_sync` built-ins."""
+        return self.sync[self.data_release(target)]
+
+    def has_name(self, name: str, target: tuple, library: str | None = None) -> bool | None:
+        """Whether ``target``'s headers have ``name``; None where the data says nothing (the name is in every
+        data release or in none, or its library's headers are not in the tree read for that release)."""
+        have = self.names.get(name)
+        if have is None:
+            return None
+        rel = self.data_release(target)
+        if library is not None and library not in self.libraries[rel]:
+            return None
+        return rel in have
+
+    def releases_with(self, name: str) -> tuple[tuple[int, int], ...]:
+        return tuple(sorted(self.names.get(name, ())))
+
+    def has_header(self, header: str, target: tuple) -> bool | None:
+        have = self.headers.get(header)
+        if have is None:
+            return None
+        return self.data_release(target) in have
+
+    def arities(self, name: str, target: tuple) -> tuple[int, ...] | None:
+        return self.arity.get(name, {}).get(self.data_release(target))
+
+
+def _version(text: str, where: str) -> tuple[int, int]:
+    try:
+        major, minor = text.split(".")
+        return int(major), int(minor)
+    except ValueError:
+        raise RuleError(f"{where}: `{text}` is not a release like 7.2; rerun tools/gen_releases.py") from None
+
+
+def _parse(path: Path) -> ReleaseData:
+    from hipport.rules import _read_toml
+
+    data = _read_toml(path)
+    rel_table = data.get("release")
+    if not isinstance(rel_table, dict) or not rel_table:
+        raise RuleError(f"{path}: no [release.\"X.Y\"] tables; rerun tools/gen_releases.py")
+    releases, source, libraries, sync = [], {}, {}, {}
+    for text, entry in rel_table.items():
+        r = _version(text, str(path))
+        state = entry.get("sync_builtins")
+        if state not in SYNC_STATES or not isinstance(entry.get("libraries"), list):
+            raise RuleError(f"{path}: [release.\"{text}\"] needs `libraries` and `sync_builtins` "
+                            f"(one of {', '.join(SYNC_STATES)}); rerun tools/gen_releases.py")
+        releases.append(r)
+        source[r] = str(entry.get("source", ""))
+        libraries[r] = frozenset(entry["libraries"])
+        sync[r] = (state, str(entry.get("sync_macro", "")))
+
+    def sets(key: str) -> dict[str, frozenset]:
+        out = {}
+        for name, have in data.get(key, {}).items():
+            out[name] = frozenset(_version(v, f"{path} [{key}] {name}") for v in have)
+        return out
+
+    arity = {name: {_version(k, f"{path} [arity] {name}"): tuple(v) for k, v in per.items()}
+             for name, per in data.get("arity", {}).items()}
+    return ReleaseData(tuple(sorted(releases)), source, libraries, sync, sets("names"), sets("headers"), arity)
+
+
+def data_file() -> Path:
+    return builtin_rules_dir() / "rocm" / "releases.toml"
+
+
+@lru_cache(maxsize=1)
+def release_data() -> ReleaseData:
+    path = data_file()
+    return load_cached("releases", [Path(__file__), path], lambda: _parse(path))
+
+
+def sync_enabled_from(data: ReleaseData) -> tuple[int, int]:
+    """The first release whose `*_sync` built-ins are on by default: the data releases after the last one where
+    they are not, from the start of that release's major version when the one before is of an older major."""
+    last_off = max((r for r in data.releases if data.sync[r][0] != "default"), default=None)
+    later = [r for r in data.releases if last_off is None or r > last_off]
+    if not later:
+        return (99, 0)
+    first = min(later)
+    if last_off is None or last_off[0] < first[0]:
+        return (first[0], 0)
+    return (last_off[0], last_off[1] + 1)
