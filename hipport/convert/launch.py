@@ -80,11 +80,19 @@ _TEMPLATE_KERNEL = re.compile(
     rb"(?:(?:static|inline|__launch_bounds__\s*\([^)]*\))\s+)*void\s+(?:__launch_bounds__\s*\([^)]*\)\s*)?(\w+)")
 
 
+# `#define K axpy<float>`: an object-like macro of the file naming a template instance, launched as `K<<<...>>>`.
+_TEMPLATE_NAME_MACRO = re.compile(
+    rb"^[ \t]*#[ \t]*define[ \t]+(\w+)[ \t]+(?:\w+[ \t]*::[ \t]*)*\w+[ \t]*<[^\n;<>]*>[ \t]*$", re.M)
+
+
 def _template_kernels(conv: "ConversionContext") -> set:
-    """Names of the `__global__` function templates this file defines or declares."""
+    """Names of the `__global__` function templates this file defines or declares, and of its macros that name a
+    template instance (hipify names a kernel given either way HIP_KERNEL_NAME(...))."""
     found = getattr(conv, "_template_kernels", None)
     if found is None:
         found = {m.group(1) for m in _TEMPLATE_KERNEL.finditer(conv.src)}
+        if b"define" in conv.src:
+            found |= {m.group(1) for m in _TEMPLATE_NAME_MACRO.finditer(conv.src)}
         conv._template_kernels = found
     return found
 
@@ -183,7 +191,9 @@ def _launch(conv: "ConversionContext", lt: int) -> int | None:
     name = "<<<>>>"
     head = b"hipLaunchKernelGGL(" + (b"HIP_KERNEL_NAME(" if templated else b"")
     conv.convert(src_start[k0], src_start[k0], head, name, "launch")
-    _gap(conv, tokens.starts[lt], config[0].start, (b")" if templated else b"") + dim0)
+    # From the kernel's last token: `k <<<...>>>` gives `hipLaunchKernelGGL(k, ...` as hipify-clang writes it, not
+    # `(k , ...`; a comment in between is kept by `_gap`.
+    _gap(conv, tokens.ends[prev_code(tokens, lt - 1)], config[0].start, (b")" if templated else b"") + dim0)
     _gap(conv, config[0].end, config[1].start, mid)
     tail_missing = {2: b", 0, 0", 3: b", 0", 4: b""}[len(config)]
     if len(config) >= 3:
