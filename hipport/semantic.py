@@ -11,6 +11,7 @@ from pathlib import Path
 
 from hipport.releases import _parse as parse_release_data
 from hipport.releases import sync_enabled_from
+from hipport.forward import Forward, parse_forward
 from hipport.rules import RuleError, _read_toml, builtin_rules_dir, load_cached
 
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -89,6 +90,7 @@ class Semantic:
                                # only a location seen as one): cudaMemLocation arguments HIP takes as device ordinals
     legacy: dict = None        # library -> Legacy: a legacy API whose names are kept when only its header is included
     roc_keep_hip: dict = None  # CUDA header -> (families whose HIP names stay under --roc, why): rules/roc.toml
+    forward: Forward = Forward()  # HIP names a ROCm release removed or changed: rules/forward.toml
 
 
 def _table(path, data, key) -> dict:
@@ -335,7 +337,8 @@ def load_semantic() -> Semantic:
     changed file (a pre-commit hook) a tenth of its time."""
     base = builtin_rules_dir()
     here = Path(__file__).parent  # this module and the SIMD code it writes: the cached objects are theirs
-    return load_cached("semantic", [here / "semantic.py", here / "simd.py", *(base / n for n in _FILES)],
+    return load_cached("semantic", [here / "semantic.py", here / "simd.py", here / "forward.py",
+                                    *(base / n for n in _FILES)],
                        lambda: _parse(base))
 
 
@@ -389,4 +392,5 @@ def _parse(base: Path) -> Semantic:
         legacy=_legacy(calls_path, calls),
         location=_location(calls_path, calls),
         roc_keep_hip=_roc_keep_hip(roc_path, _read_toml(roc_path)),
+        forward=parse_forward(base / "forward.toml", _read_toml(base / "forward.toml")),
     )

@@ -32,7 +32,7 @@ def rewrite_calls(conv: "ConversionContext") -> None:
     tokens, src = conv.tokens, conv.src
     starts, ends = tokens.starts, tokens.ends
     for i in conv.candidates:
-        if conv.skip[i]:
+        if conv.skip[i] or i in conv.claimed:  # claimed: an earlier pass rewrote this call (sync_builtins)
             continue
         name = src[starts[i] : ends[i]].decode("latin-1")
         if name in sem.warp_sync:
@@ -250,6 +250,8 @@ def _renamed(conv: "ConversionContext", first: int, last: int) -> bytes:
         if tokens.kinds[k] == IDENT and not conv.user_names.is_users(k):
             rule = conv.rules.names.get(text.decode("latin-1"))
             target = rule.target(roc) if rule is not None else None
+            if target and not roc:
+                target = conv.semantic.forward.current(target, conv.options.rocm_version)
             if target and (roc or rule.family not in conv.rules.family_notes):
                 text = target.encode()
         out.append(text)

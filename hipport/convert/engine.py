@@ -13,6 +13,7 @@ from hipport.convert.callsites import rewrite_calls
 from hipport.convert.cpp_compat import drop_register
 from hipport.convert.device_launch import report_device_launches
 from hipport.convert.dim3 import make_uint3_to_dim3
+from hipport.convert.forward import bring_forward
 from hipport.convert.context import (
     IDENTIFIER,
     PREFIXED,
@@ -38,6 +39,7 @@ def run_passes(ctx: ConversionContext) -> FileResult:
     guard_redefinitions(ctx)
     keep_legacy_names(ctx)
     rewrite_calls(ctx)
+    bring_forward(ctx)
     report_device_launches(ctx)
     make_uint3_to_dim3(ctx)
     typed_empty_braces(ctx)

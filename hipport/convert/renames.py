@@ -66,6 +66,8 @@ def rename_identifiers(ctx: ConversionContext) -> None:
         target = rule.target(family_roc)
         if not family_roc:
             target = ctx.rules.for_release("names", name, target_rocm) or target
+            if target is not None:  # the name the targeted release spells it by (no hipBLAS `_v2` on 7.0+)
+                target = ctx.semantic.forward.current(target, target_rocm)
         if target is not None and rule.family in ctx.rules.family_notes and not (roc and rule.roc):
             # cuDNN's "HIP" names are hipDNN's, which ROCm does not ship: without a MIOpen name the use is reported
             # under --roc too (hipify-clang: unsupported in ROC), never renamed to hipDNN.
