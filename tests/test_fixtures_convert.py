@@ -81,6 +81,7 @@ NOT_ON_62 = {
     "headers-unmapped": "includes the CUDA headers with no HIP counterpart that it shows reported",
     "cusolver": "hipSOLVER is not in the 6.2.2 tree", "miopen": "MIOpen is not in the 6.2.2 tree",
     "miopen-dropout": "MIOpen is not in the 6.2.2 tree", "rocblas": "rocBLAS is not in the 6.2.2 tree",
+    "rocsolver": "rocSOLVER is not in the 6.2.2 tree",
     "rocblas-gemm-ex": "rocBLAS is not in the 6.2.2 tree", "rocsparse6": "rocSPARSE is not in the 6.2.2 tree",
     "cublas-rocm7": "hipBLAS 3's form (ROCm 7.0+); test_rocm7_libraries compiles it with the real 7.2 compiler",
     "hipblas2-forward": "hipBLAS 3's form (ROCm 7.0+); test_rocm7_libraries compiles it with the real 7.2 compiler",

@@ -33,7 +33,7 @@ from hipport.semantic import load_semantic  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 HIPIFY_PERL = ROOT.parent / "shared" / "hipify-perl" / "hipify-perl"
 PARITY_FIXTURES = ["calls", "launch", "rocsparse", "rocsparse6", "rocblas", "rocrand", "miopen", "miopen-dropout",
-                   "cublas-legacy", "rtc-options", "rocblas-gemm-ex"]
+                   "cublas-legacy", "rtc-options", "rocblas-gemm-ex", "rocsolver"]
 
 # Why hipport's text differs from hipify-perl's (the first reason whose test matches a block is given).
 R_RUNTIME = ("hipify-perl puts `#include \"hip/hip_runtime.h\"` first in every file and keeps the converted <cuda.h> "
