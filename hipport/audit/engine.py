@@ -13,6 +13,7 @@ from hipport.audit.checks import (
     coop_groups,
     inline_ptx,
     lane_math,
+    launch_size,
     masks,
     names,
     warp_arrays,
@@ -30,7 +31,7 @@ from hipport.semantic import load_semantic
 # Check functions in the order they run; each takes a Context and reports through it.
 CHECKS = (
     masks.check, ballot.check, lane_math.check, warp_loops.check, warp_arrays.check, warpsize.check, inline_ptx.check,
-    builtins.check, coop_groups.check, names.check, atomics.check,
+    builtins.check, coop_groups.check, names.check, atomics.check, launch_size.check,
 )
 
 
