@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -22,10 +21,6 @@ KEYS = {
     "verify-hip-include": str,
     "verify-clang": str,
 }
-
-# An AMD GPU target as clang names it, with optional features (`gfx90a:xnack+`).
-_ARCH = re.compile(r"gfx[0-9a-f]+(?::[a-z-]+[+-])*")
-
 
 class ConfigError(Exception):
     pass
@@ -116,12 +111,18 @@ def load_config(path: Path | None) -> Config:
     if table.get("launch-syntax", "cuda") not in ("cuda", "hip"):
         raise ConfigError(f"{path}: `launch-syntax` must be \"cuda\" or \"hip\"")
     # Checked here so that the message names this file, whichever command reads it.
-    if "rocm-version" in table and not re.fullmatch(r"\d+\.\d+(?:\.\d+)?", table["rocm-version"].strip()):
-        raise ConfigError(f"{path}: `rocm-version = \"{table['rocm-version']}\"` is not a ROCm release; write it "
-                          "like \"6.2\"")
-    archs = table.get("offload-arch", [])
-    for arch in (archs.split(",") if isinstance(archs, str) else archs):
-        if arch.strip() and not _ARCH.fullmatch(arch.strip()):
-            raise ConfigError(f"{path}: `offload-arch`: `{arch.strip()}` is not an AMD GPU target; write names like "
-                              "gfx90a, gfx942, gfx1100")
+    if "rocm-version" in table or "offload-arch" in table:
+        from hipport.rocm import TargetError, VersionError, check_target, rocm_release  # only with these keys
+
+        try:
+            if "rocm-version" in table:
+                rocm_release(table["rocm-version"])
+            archs = table.get("offload-arch", [])
+            for arch in (archs.split(",") if isinstance(archs, str) else archs):
+                if arch.strip():
+                    check_target(arch)
+        except VersionError as exc:
+            raise ConfigError(f"{path}: `rocm-version`: {exc}") from None
+        except TargetError as exc:
+            raise ConfigError(f"{path}: `offload-arch`: {exc}") from None
     return Config(path, dict(table))

@@ -7,19 +7,21 @@ import re
 from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
+from typing import NamedTuple
 
-from hipport.rules import load_cached
+from hipport.rules import RuleError, _read_toml, builtin_rules_dir, load_cached
 
 # The newest release hipport knows: the default target when the user names none and no HIP is installed.
 NEWEST_ROCM = (7, 0)
 # The GPUs both commands target when neither the command line nor the settings (`offload-arch`) name any:
 # MI200 and MI300 (wave64) and RDNA3 (wave32).
 DEFAULT_ARCHS = ("gfx90a", "gfx942", "gfx1100")
-WAVE64_PREFIXES = ("gfx8", "gfx9")  # GCN and CDNA run 64-lane wavefronts; gfx10+ (RDNA) runs 32 in HIP
+# GCN (gfx6 to gfx9) and CDNA run 64-lane wavefronts; gfx10+ (RDNA) runs 32 in HIP.
+WAVE64_PREFIXES = ("gfx6", "gfx7", "gfx8", "gfx9")
 
 
 def wave_size(arch: str) -> int:
-    """Lanes in a wavefront of ``arch`` as HIP compiles for it (gfx8/gfx9: 64; gfx10 and later: 32)."""
+    """Lanes in a wavefront of ``arch`` as HIP compiles for it (gfx6 to gfx9: 64; gfx10 and later: 32)."""
     return 64 if arch.startswith(WAVE64_PREFIXES) else 32
 
 _VERSION_ARG = re.compile(r"^(\d+)\.(\d+)(?:\.\d+)?$")
@@ -29,11 +31,90 @@ class VersionError(ValueError):
     pass
 
 
+class TargetError(ValueError):
+    """A GPU target that names no AMD processor hipport knows."""
+
+
 def parse_rocm_version(text: str) -> tuple[int, int]:
+    """major.minor of a version's text, known release or not (an installed HIP's, a table's)."""
     m = _VERSION_ARG.match(text.strip())
     if not m:
         raise VersionError(f"`{text}` is not a ROCm version; write it like 6.2")
     return int(m.group(1)), int(m.group(2))
+
+
+class KnownTargets(NamedTuple):
+    releases: tuple[tuple[int, int], ...]
+    processors: frozenset[str]
+    processor_order: tuple[str, ...]  # as the data lists them, for messages
+    features: frozenset[str]
+
+
+def _targets_file() -> Path:
+    return builtin_rules_dir() / "targets.toml"
+
+
+def _read_targets(path: Path) -> KnownTargets:
+    data = _read_toml(path)
+    releases, processors, features = (data.get(k) for k in ("releases", "processors", "features"))
+    for key, value in (("releases", releases), ("processors", processors), ("features", features)):
+        if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value):
+            raise RuleError(f"{path}: `{key}` must be a list of strings")
+    bad = [v for v in releases if not re.fullmatch(r"\d+\.\d+", v)]
+    bad += [v for v in processors if not re.fullmatch(r"gfx[0-9a-z]+(?:-[0-9]+)*(?:-generic)?", v)]
+    bad += [v for v in features if not re.fullmatch(r"[a-z]+", v)]
+    if bad:
+        raise RuleError(f"{path}: `{bad[0]}` is not a release (X.Y), a processor (gfx...) or a feature name")
+    return KnownTargets(tuple(sorted(parse_rocm_version(v) for v in releases)), frozenset(processors),
+                        tuple(processors), frozenset(features))
+
+
+@lru_cache(maxsize=1)
+def known_targets() -> KnownTargets:
+    """The releases and GPU targets a user may name (`rules/targets.toml`), from the user cache while it is
+    unchanged."""
+    path = _targets_file()
+    return load_cached("targets", [Path(__file__), path], lambda: _read_targets(path))
+
+
+def known_releases_text() -> str:
+    """The known releases as ranges of minors per major: `5.0-5.7, 6.0-6.4, 7.0-7.2`."""
+    spans: list[list[tuple[int, int]]] = []
+    for v in known_targets().releases:
+        if spans and spans[-1][-1][0] == v[0] and spans[-1][-1][1] + 1 == v[1]:
+            spans[-1].append(v)
+        else:
+            spans.append([v])
+    return ", ".join(f"{s[0][0]}.{s[0][1]}" + (f"-{s[-1][0]}.{s[-1][1]}" if len(s) > 1 else "") for s in spans)
+
+
+def rocm_release(text: str) -> tuple[int, int]:
+    """major.minor of a release the user named (`--rocm-version`, `rocm-version`), which must be one hipport
+    knows: a typo (`6`, `8.0`) would otherwise pick rules for a release nobody has. VersionError otherwise."""
+    known = f"{known_releases_text()} (a patch level like 6.4.3 is fine)"
+    m = _VERSION_ARG.match(text.strip())
+    if not m:
+        raise VersionError(f"`{text}` is not a ROCm release; write major.minor, one of {known}")
+    version = int(m.group(1)), int(m.group(2))
+    if version not in known_targets().releases:
+        raise VersionError(f"`{text}` names no ROCm release hipport knows; known: {known}")
+    return version
+
+
+def check_target(text: str) -> str:
+    """``text`` stripped, when it names an AMD GPU target hipport knows (`gfx942`, `gfx90a:xnack+`,
+    `gfx11-generic`); TargetError listing the known ones otherwise."""
+    target = text.strip()
+    name, *features = target.split(":")
+    known = known_targets()
+    feats = " ".join(f":{f}+/-" for f in sorted(known.features))
+    if name not in known.processors:
+        raise TargetError(f"`{target}` is not an AMD GPU target hipport knows; known: "
+                          f"{', '.join(known.processor_order)} (each may add {feats})")
+    seen = [f[:-1] for f in features]
+    if not all(f[-1:] in ("+", "-") and f[:-1] in known.features for f in features) or len(set(seen)) != len(seen):
+        raise TargetError(f"`{target}`: target features are {feats}, each at most once (`{name}:xnack+`)")
+    return target
 
 
 def under(root: Path, path: str | os.PathLike) -> Path:

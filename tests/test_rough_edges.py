@@ -241,7 +241,7 @@ def test_7_cuda_malloc_host_with_flags_is_not_a_call_of_unknown_shape(tmp_path):
 
 
 @pytest.mark.parametrize("setting, says", [
-    ('rocm-version = "abc"', '`rocm-version = "abc"` is not a ROCm release'),
+    ('rocm-version = "abc"', '`rocm-version`: `abc` is not a ROCm release'),
     ('offload-arch = "sm_80"', "`offload-arch`: `sm_80` is not an AMD GPU target"),
     ('offload-arch = ["gfx90a", "sm_80"]', "`offload-arch`: `sm_80` is not an AMD GPU target"),
 ])

@@ -7,7 +7,6 @@ import contextlib
 import io
 import os
 import posixpath
-import re
 import signal
 import sys
 from collections import Counter
@@ -29,6 +28,8 @@ from hipport.audit.build_switches import build_defines
 from hipport.audit.options import AuditOptions, dependency_key, quoted_includes
 from hipport.cache import ResultCache, rules_fingerprint
 from hipport.cli.options import (
+    RELEASES_HELP,
+    TARGETS_HELP,
     cache_dir_option,
     config_option,
     fail,
@@ -37,6 +38,8 @@ from hipport.cli.options import (
     toolchain_choice,
     toolchain_needs_verify,
     toolchain_options,
+    user_release,
+    user_targets,
 )
 from hipport.config import ConfigError, find_config_for, load_config
 from hipport.files import (
@@ -58,7 +61,6 @@ from hipport.rules import cache_dir as user_cache_dir
 from hipport.workers import PARALLEL_MIN_FILES, default_jobs
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_FILES_FAILED, EXIT_NOT_BUILDING = 0, 1, 2, 3, 4
-_ARCH = re.compile(r"^gfx[0-9a-f]{3,4}[a-z0-9:+-]*$")
 BASELINE_VERSION = 1
 
 
@@ -274,11 +276,13 @@ def audit_files(sources, options: AuditOptions, jobs: int, cache: ResultCache | 
               help="Enter symlinked directories and read symlinked files whose target lies outside the input tree. "
                    "Default: not followed, each named (exit 3), as `hipport convert` does.")
 @click.option("--offload-arch", "archs", multiple=True, metavar="ARCH[,ARCH...]",
-              help=f"GPU targets to judge against (comma-separated or repeated), e.g. gfx90a,gfx1100. gfx8/gfx9 run "
-                   f"64-lane wavefronts, gfx10+ 32. Default: {','.join(DEFAULT_ARCHS)}.")
+              help=f"GPU targets to judge against (comma-separated or repeated), e.g. gfx90a,gfx1100: {TARGETS_HELP}. "
+                   f"gfx6 to gfx9 run 64-lane wavefronts, gfx10+ 32. Default: the settings' `offload-arch`, else "
+                   f"{','.join(DEFAULT_ARCHS)}.")
 @click.option("--rocm-version", "rocm", metavar="X.Y",
-              help="ROCm release to judge against; decides what fails to compile (e.g. *_sync before 6.2, "
-                   f"non-constant warpSize from 7.0) and what the fixes say. Default, as for `convert`: the project "
+              help=f"ROCm release to judge against ({RELEASES_HELP}); decides what fails to compile (e.g. *_sync "
+                   f"before 6.2, non-constant warpSize from 7.0) and what the fixes say. Default, as for `convert`: "
+                   f"the project "
                    f"setting, else the installed HIP (hip/hip_version.h, hipconfig), else "
                    f"{'.'.join(map(str, NEWEST_ROCM))}.")
 @click.option("--select", "select", multiple=True, metavar="RULE[,RULE...]",
@@ -396,7 +400,10 @@ def audit(paths, exclude, follow_symlinks, archs, rocm, select, ignore, include_
     configured_archs = config.get("offload-arch", ())
     if isinstance(configured_archs, str):
         configured_archs = (configured_archs,)
-    arch_list = tuple(_split(archs)) or tuple(_split(configured_archs)) or DEFAULT_ARCHS
+    # The settings' values were checked by `load_config`; the options' are checked here.
+    arch_list = (user_targets(archs) if archs else ()) or tuple(_split(configured_archs)) or DEFAULT_ARCHS
+    if rocm is not None:
+        user_release(rocm)
     rocm = rocm or config.get("rocm-version") or ".".join(map(str, default_target()))
     fail_on = fail_on or config.get("fail-on", "warning")
     if fail_on not in SEVERITIES:
@@ -404,9 +411,6 @@ def audit(paths, exclude, follow_symlinks, archs, rocm, select, ignore, include_
     if baseline is None and write_baseline is None and config.get("baseline"):
         baseline = config.paths("baseline")[0] if isinstance(config.get("baseline"), list) else \
             (config.path.parent / config.get("baseline"))
-    for a in arch_list:
-        if not _ARCH.match(a):
-            fail(f"--offload-arch: `{a}` is not a GPU architecture name like gfx90a or gfx1100")
     try:
         rocm_version = parse_version(rocm)
     except ValueError as exc:

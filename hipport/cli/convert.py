@@ -6,7 +6,6 @@ import contextlib
 import dataclasses
 import functools
 import os
-import re
 import sys
 from pathlib import Path
 
@@ -15,6 +14,8 @@ from rich.console import Console
 
 from hipport.cache import ResultCache, rules_fingerprint
 from hipport.cli.options import (
+    RELEASES_HELP,
+    TARGETS_HELP,
     cache_dir_option,
     config_option,
     fail,
@@ -23,6 +24,8 @@ from hipport.cli.options import (
     toolchain_choice,
     toolchain_needs_verify,
     toolchain_options,
+    user_release,
+    user_targets,
 )
 from hipport.config import ConfigError, find_config_for, load_config
 from hipport.convert import ConvertOptions
@@ -35,7 +38,7 @@ from hipport.convert.runner import (
 from hipport.convert.summary import summarize
 from hipport.files import InputError, collect_sources, one_line, output_path, plan_output_dir, show
 from hipport.report.text import render_summary, render_verify
-from hipport.rocm import DEFAULT_ARCHS, VersionError, default_target_and_why, parse_rocm_version
+from hipport.rocm import DEFAULT_ARCHS, VersionError, default_target_and_why, rocm_release
 from hipport.rules import RuleError, load_rules
 from hipport.workers import default_jobs
 
@@ -76,9 +79,9 @@ def _interruptible(command):
 @click.option("--roc", is_flag=True,
               help="Prefer rocBLAS/rocRAND/rocSPARSE/rocSOLVER/MIOpen names over the hip* libraries where one exists.")
 @click.option("--rocm-version", metavar="X.Y",
-              help="ROCm release the output must build with (warp built-in forms, \"needs ROCm\" warnings). "
-                   "Default: the project's `rocm-version` setting, else the installed HIP (hip/hip_version.h, "
-                   "hipconfig), else 7.0 (the newest hipport knows).")
+              help="ROCm release the output must build with (warp built-in forms, \"needs ROCm\" warnings): "
+                   f"{RELEASES_HELP}. Default: the project's `rocm-version` setting, else the installed HIP "
+                   "(hip/hip_version.h, hipconfig), else 7.0 (the newest hipport knows).")
 @click.option("--launch-syntax", type=click.Choice(["cuda", "hip"]),
               help="`cuda` (default) keeps `k<<<g, b>>>(...)`, which HIP-Clang accepts; `hip` writes "
                    "`hipLaunchKernelGGL(k, dim3(g), dim3(b), shm, stream, ...)`.")
@@ -100,9 +103,9 @@ def _interruptible(command):
                    "files (CMakeLists.txt, *.cmake) in PATHS are converted too: nvcc and its flags to hipcc's, "
                    "CUDA libraries and paths to ROCm's, CMake's CUDA language to HIP (summary category `build`).")
 @click.option("--offload-arch", "offload_arch", metavar="GFX[,GFX...]",
-              help="AMD GPU targets converted build files compile for (--offload-arch=, CMAKE_HIP_ARCHITECTURES). "
-                   "Default: the settings' `offload-arch`, else those of gfx90a,gfx942,gfx1100 the installed hipcc "
-                   "can build for (asked once and cached), else all three.")
+              help="AMD GPU targets converted build files compile for (--offload-arch=, CMAKE_HIP_ARCHITECTURES): "
+                   f"{TARGETS_HELP}. Default: the settings' `offload-arch`, else those of gfx90a,gfx942,gfx1100 the "
+                   "installed hipcc can build for (asked once and cached), else all three.")
 @click.option("--apply-suggestions", is_flag=True,
               help="Also apply the suggested patches of `hipport audit` (wave64, masks, atomics) to the converted "
                    "code: by default only those of confidence `high`, which are mechanical and proven by a reviewed "
@@ -370,21 +373,22 @@ def _suggestion_ids(select: tuple[str, ...]) -> frozenset:
 def _offload_arch(given: str | None, config) -> tuple[str, ...] | None:
     """The AMD targets for build files: the option, else the settings' `offload-arch`, else None (the caller asks
     the installed hipcc)."""
-    value = given if given is not None else config.get("offload-arch")
+    if given is not None:
+        return user_targets(given)
+    value = config.get("offload-arch")
     if value is None:
         return None
     items = value.split(",") if isinstance(value, str) else value
-    targets = tuple(dict.fromkeys(t.strip() for t in items if t.strip()))
-    bad = [t for t in targets if not re.fullmatch(r"gfx[0-9a-f]+(?::[a-z-]+[+-])*", t)]
-    if not targets or bad:
-        raise ConfigError(f"offload-arch: `{(bad or [value])[0]}` is not an AMD GPU target (gfx90a, gfx942...)")
+    targets = tuple(dict.fromkeys(t.strip() for t in items if t.strip()))  # each checked by `load_config`
+    if not targets:
+        raise ConfigError(f"{show(config.path)}: `offload-arch` names no GPU target (gfx90a, gfx942...)")
     return targets
 
 
 def _rocm_target(option: str | None, config) -> tuple[tuple[int, int], str]:
     """The release to convert for, and where it came from (the summary says both)."""
-    if option:
-        return parse_rocm_version(option), "--rocm-version"
-    if config.get("rocm-version"):
-        return parse_rocm_version(config.get("rocm-version")), f"the `rocm-version` setting of {show(config.path)}"
+    if option is not None:
+        return user_release(option), "--rocm-version"
+    if config.get("rocm-version"):  # a release `load_config` checked
+        return rocm_release(config.get("rocm-version")), f"the `rocm-version` setting of {show(config.path)}"
     return default_target_and_why()

@@ -10,14 +10,12 @@ from pathlib import Path
 import click
 
 from hipport import environment
+from hipport.cli.options import user_release, user_targets
 from hipport.config import repository_root
-from hipport.rocm import DEFAULT_ARCHS, NEWEST_ROCM, VersionError, parse_rocm_version
+from hipport.rocm import DEFAULT_ARCHS, NEWEST_ROCM
 
 SOURCE_PATTERN = r"\.(cu|cuh|hip|cpp|cc|cxx|c|h|hpp|hh|inl|inc)$"  # files.SOURCE_SUFFIXES, as the published hooks
 BASELINE = ".hipport-baseline.json"
-
-
-_ARCH = re.compile(r"^gfx[0-9a-f]{3,4}[a-z0-9:+-]*$")
 
 
 def settings_text(rocm: str, archs: tuple[str, ...], rocm_from: str = "", archs_from: str = "") -> str:
@@ -86,17 +84,8 @@ def init(root: Path, rocm_version, archs, hook_repo, hook_rev, force):
         click.echo(f"hipport: error: {settings} already exists; use --force to replace it", err=True)
         sys.exit(2)
     if rocm_version is not None:  # checked before anything is written: a typo must not leave a settings file
-        try:
-            parse_rocm_version(rocm_version)
-        except VersionError as exc:
-            click.echo(f"hipport: error: --rocm-version: {exc}", err=True)
-            sys.exit(2)
-    targets = [a.strip() for a in (archs or "").split(",") if a.strip()]
-    bad = [a for a in targets if not _ARCH.match(a)]
-    if bad:
-        click.echo(f"hipport: error: --offload-arch: `{bad[0]}` is not a GPU architecture name like gfx90a or "
-                   f"gfx1100", err=True)
-        sys.exit(2)
+        user_release(rocm_version)
+    targets = list(user_targets(archs)) if archs is not None else []
     machine = environment.detect(full=False)  # what `hipport doctor` reports, without the compiler probes
     if rocm_version:
         rocm, rocm_from = rocm_version, "--rocm-version"

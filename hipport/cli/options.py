@@ -16,6 +16,37 @@ def fail(message: str, code: int = EXIT_USAGE) -> None:
     sys.exit(code)
 
 
+def user_release(text: str, option: str = "--rocm-version") -> tuple[int, int]:
+    """The release an option names, which must be one hipport knows; else one line naming the known ones, exit 2."""
+    from hipport.rocm import VersionError, rocm_release
+
+    try:
+        return rocm_release(text)
+    except VersionError as exc:
+        fail(f"{option}: {exc}")
+
+
+def user_targets(values, option: str = "--offload-arch") -> tuple[str, ...]:
+    """The GPU targets of an option given once or repeated, each comma-separated, duplicates dropped; a target
+    hipport does not know is one line naming the known ones, exit 2."""
+    from hipport.rocm import TargetError, check_target
+
+    items = [t for v in ((values,) if isinstance(values, str) else values) for t in v.split(",") if t.strip()]
+    if not items:
+        fail(f"{option}: name at least one GPU target (gfx90a, gfx942, gfx1100...)")
+    try:
+        return tuple(dict.fromkeys(check_target(t) for t in items))
+    except TargetError as exc:
+        fail(f"{option}: {exc}")
+
+
+# What the help of both commands says the two options take (tests/test_targets.py checks it against the data).
+RELEASES_HELP = "a release hipport knows: 5.0-5.7, 6.0-6.4, 7.0-7.2, a patch level like 6.4.3 allowed"
+TARGETS_HELP = ("AMD GPU processors as hipcc's --offload-arch= names them (gfx8/gfx9 incl. gfx90a, gfx942, gfx950; "
+                "gfx10xx, gfx11xx, gfx12xx; gfx6/gfx7; the -generic ones; :xnack+/- and :sramecc+/- allowed); "
+                "anything else is a usage error listing the known ones")
+
+
 config_option = click.option(
     "--config", "config_path", type=click.Path(path_type=Path, dir_okay=False),
     help="Project settings file (default: the nearest .hipport.toml, or pyproject.toml with [tool.hipport], "
