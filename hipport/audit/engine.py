@@ -13,6 +13,7 @@ from hipport.audit.checks import (
     coop_groups,
     inline_ptx,
     lane_math,
+    last_error,
     launch_size,
     masks,
     names,
