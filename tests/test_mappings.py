@@ -1,6 +1,7 @@
 """The whole generated mapping set, applied by the engine: every CUDA name with a HIP name becomes it."""
 
 from hipport.convert import ConvertOptions, convert_source
+from hipport.semantic import load_semantic
 
 
 def _renamed(rules, roc):
@@ -13,6 +14,8 @@ def _renamed(rules, roc):
             continue
         if not roc:  # rules/releases.toml's form for the newest release, where the HIP name changed over time
             target = rules.for_release("names", name, ConvertOptions().rocm_version) or target
+            # rules/forward.toml: the release's own spelling (hipBLAS 3 has no `_v2` names)
+            target = load_semantic().forward.current(target, ConvertOptions().rocm_version)
         pairs.append((name, target))
     return pairs
 

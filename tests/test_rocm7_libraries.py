@@ -33,8 +33,8 @@ def _compiled(path: Path, release: str) -> None:
     assert r.returncode == 0, r.stderr[-3000:]
 
 
-@pytest.mark.parametrize("fixture", ["cublas-rocm7", "hipblas2-forward"])
-def test_hipblas3_forms_compile_with_rocm_7_2(fixture):
+@pytest.mark.parametrize("fixture", ["cublas-rocm7", "hipblas2-forward", "lowp-rocm7"])
+def test_rocm7_forms_compile_with_rocm_7_2(fixture):
     _compiled(FIXTURES / f"{fixture}.hip.cu", "7.2")
 
 

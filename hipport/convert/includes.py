@@ -43,12 +43,12 @@ def rewrite_includes(ctx: ConversionContext) -> None:
             if shim is not None:
                 _stand_in(ctx, d, target, shim, seen)
                 continue
-            if rule.unsupported and not (roc and rule.roc):
+            by_release = None if roc and rule.roc else \
+                ctx.rules.for_release("headers", rule.cuda, ctx.options.rocm_version)
+            if rule.unsupported and not (roc and rule.roc) and by_release is None:  # a release may add it
                 ctx.finding("unsupported-header", "warning", start, f"`{rule.cuda}`: {rule.unsupported}",
                              subject=rule.cuda)
                 continue
-            by_release = None if roc and rule.roc else \
-                ctx.rules.for_release("headers", rule.cuda, ctx.options.rocm_version)
             new_header = rocm.installed_header_layout(by_release or rule.target(roc)).encode()
             if any(block == d.block for block in seen.get(new_header, ())):
                 _remove(ctx, d, rule.cuda)
