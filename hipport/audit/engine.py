@@ -11,6 +11,7 @@ from hipport.audit.checks import (
     ballot,
     builtins,
     coop_groups,
+    hiprtc,
     inline_ptx,
     lane_math,
     last_error,
@@ -32,7 +33,7 @@ from hipport.semantic import load_semantic
 # Check functions in the order they run; each takes a Context and reports through it.
 CHECKS = (
     masks.check, ballot.check, lane_math.check, warp_loops.check, warp_arrays.check, warpsize.check, inline_ptx.check,
-    builtins.check, coop_groups.check, names.check, atomics.check, launch_size.check, last_error.check,
+    builtins.check, coop_groups.check, names.check, atomics.check, launch_size.check, last_error.check, hiprtc.check,
 )
 
 
