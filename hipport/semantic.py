@@ -25,13 +25,13 @@ def parse_version(text: str) -> tuple[int, ...]:
 @dataclass(frozen=True, slots=True)
 class ArgOp:
     """One change to a call's arguments; positions are those of the CUDA call (as written), from 0."""
-    kind: str            # "insert", "replace", "remove", "move", "copy", "cast"
+    kind: str            # "insert", "replace", "remove", "move", "copy", "cast", "api_name"
     pos: int
     text: str = ""       # insert/replace: the text written (replace without it: kept); cast: the pointer type
     to: int = -1         # move/copy: the argument the text goes before (at or past the end: appended)
     count: int = 1       # move: how many arguments move together
     warn: str = ""       # remove: reported unless the removed argument is a null constant; replace: reported
-                         # when the argument is none of `values`
+                         # when the argument is none of `values`; api_name: reported when it is no string literal
     values: tuple = ()   # replace: (argument text, replacement) pairs tried before `text`
     cast_as: str = "reinterpret_cast"  # cast: the cast written (`as = "const_cast"` to drop a const the HIP type lacks)
 
@@ -123,7 +123,7 @@ def _version(path, key, value) -> tuple:
 
 
 _OP_KINDS = {"insert": ("text",), "replace": ("text",), "remove": (), "move": ("to",), "copy": ("to",),
-             "cast": ("text",)}
+             "cast": ("text",), "api_name": ()}
 _OP_KEYS = {"text", "to", "count", "warn", "values", "as"}
 _CASTS = ("reinterpret_cast", "const_cast", "static_cast")
 _MODES = ("hip", "roc", "any")
@@ -201,7 +201,7 @@ def _rewrites(path, data) -> dict:
             if extra or missing:
                 raise RuleError(f"{where}: op `{kind}` takes {', '.join(_OP_KINDS[kind]) or 'only a position'}"
                                 f"{' (and count)' if kind == 'move' else ''}"
-                                f"{' (and warn)' if kind == 'remove' else ''}{' (and values, warn)' if kind == 'replace' else ''}")
+                                f"{' (and warn)' if kind in ('remove', 'api_name') else ''}{' (and values, warn)' if kind == 'replace' else ''}")
             ints = {k: op.get(k, d) for k, d in ((kind, 0), ("to", -1), ("count", 1))}
             if any(not isinstance(v, int) or isinstance(v, bool) or (v < 0 and k != "to") for k, v in ints.items()):
                 raise RuleError(f"{where}: op `{kind}` positions must be non-negative integers")

@@ -173,3 +173,30 @@ def test_a_replace_with_values_only_keeps_an_argument_it_does_not_know(rules):
     assert findings == [("call-rewrite-note", 4)]
     text, findings = run(rules, src, ConvertOptions(rocm_version=(6, 2)))  # hipBLAS's takes cuBLAS's arguments
     assert "hipblasGemmEx_v2(h, o, o, m, n, k, a, A, t, m, B, t, k, b, C, t, m, my_type, g);" in text
+
+
+def test_a_function_looked_up_by_name_gets_its_hip_name_or_is_reported(rules):
+    # HIP's entry-point lookups take HIP names; one HIP lacks, or a name held in a variable, is said at its line.
+    src = ('#include <cuda.h>\nint f(void **p, const char *name) {\n'
+           '  cuGetProcAddress("cuMemAlloc", p, 12000, 0, nullptr);\n'
+           '  cuGetProcAddress("cuCtxGetExecAffinity", p, 12000, 0, nullptr);\n'
+           '  cuGetProcAddress("hipFree", p, 12000, 0, nullptr);\n'
+           '  cuGetProcAddress(name, p, 12000, CU_GET_PROC_ADDRESS_DEFAULT, nullptr);\n'
+           '  return cuGetProcAddress("cuMemFree", p, 11030, CU_GET_PROC_ADDRESS_LEGACY_STREAM);\n}\n')
+    text, findings = run(rules, src, ConvertOptions(rocm_version=(6, 4)))
+    assert 'hipGetProcAddress("hipMalloc", p, 12000, 0, nullptr);' in text
+    assert 'hipGetProcAddress("cuCtxGetExecAffinity", p, 12000, 0, nullptr);' in text
+    assert 'hipGetProcAddress("hipFree", p, 12000, 0, nullptr);' in text
+    assert "hipGetProcAddress(name, p, 12000, 0, nullptr);" in text
+    assert 'hipGetProcAddress("hipFree", p, 11030, CU_GET_PROC_ADDRESS_LEGACY_STREAM, nullptr);' in text
+    notes = sorted(line for rule, line in findings if rule == "call-rewrite-note")
+    assert notes == [4, 6, 7]  # the name HIP lacks, the variable, the flag HIP does not take
+
+
+def test_the_hip_version_asked_for_is_the_targeted_release(rules):
+    src = '#include <cuda_runtime.h>\nint f(void **p) { return cudaGetDriverEntryPoint("cuInit", p, 0, nullptr); }\n'
+    for release, version in (((6, 2), "602"), ((7, 0), "700")):
+        text, _ = run(rules, src, ConvertOptions(rocm_version=release))
+        assert f'hipGetProcAddress("hipInit", p, {version}, 0, nullptr)' in text
+    text, findings = run(rules, src, ConvertOptions(rocm_version=(7, 1)))
+    assert 'hipGetDriverEntryPoint("hipInit", p, 0, nullptr)' in text and not findings

@@ -5,7 +5,7 @@ unchanged, and the HIP forms of the families Debian's HIP packages cover compile
 from pathlib import Path
 
 import pytest
-from hipcc import require_hipcc, syntax_check, tree_for
+from hipcc import real_compile, require_hipcc, syntax_check, tree_for
 from needs import need
 
 from hipport.convert import ConvertOptions, convert_source
@@ -82,6 +82,7 @@ NOT_ON_62 = {
     "cusolver": "hipSOLVER is not in the 6.2.2 tree", "miopen": "MIOpen is not in the 6.2.2 tree",
     "miopen-dropout": "MIOpen is not in the 6.2.2 tree", "rocblas": "rocBLAS is not in the 6.2.2 tree",
     "rocsolver": "rocSOLVER is not in the 6.2.2 tree",
+    "entry-point-rocm7": "hipGetDriverEntryPoint and its names are ROCm 7.1's (compiled with the real 7.2.4 below)",
     "rocblas-gemm-ex": "rocBLAS is not in the 6.2.2 tree", "rocsparse6": "rocSPARSE is not in the 6.2.2 tree",
     "cublas-rocm7": "hipBLAS 3's form (ROCm 7.0+); test_rocm7_libraries compiles it with the real 7.2 compiler",
     "hipblas2-forward": "hipBLAS 3's form (ROCm 7.0+); test_rocm7_libraries compiles it with the real 7.2 compiler",
@@ -95,4 +96,15 @@ def test_family_hip_form_compiles_with_rocm_6_2(family):
     """The HIP form written for a 6.2+ target builds with the release's own headers (6.3+: `*_sync` on)."""
     source = FIXTURES / f"{family}.cu"
     r = syntax_check(FIXTURES / f"{family}.hip.cu", target=options_for(source).rocm_version)
+    assert r.returncode == 0, r.stderr[-3000:]
+
+
+# HIP forms needing a release or a library the Debian and 6.2.2 trees lack, compiled with the real ROCm compilers
+# (code generation for a wave64 and a wave32 target): fixture -> the releases it is written for.
+ON_REAL = {"entry-point": ("6.4", "7.2"), "entry-point-rocm7": ("7.2",), "rocsolver": ("6.4", "7.2")}
+
+
+@pytest.mark.parametrize("family,release", [(f, r) for f, rs in ON_REAL.items() for r in rs])
+def test_family_hip_form_compiles_with_real_rocm(family, release):
+    r = real_compile(FIXTURES / f"{family}.hip.cu", release)
     assert r.returncode == 0, r.stderr[-3000:]

@@ -33,7 +33,8 @@ from hipport.semantic import load_semantic  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 HIPIFY_PERL = ROOT.parent / "shared" / "hipify-perl" / "hipify-perl"
 PARITY_FIXTURES = ["calls", "launch", "rocsparse", "rocsparse6", "rocblas", "rocrand", "miopen", "miopen-dropout",
-                   "cublas-legacy", "rtc-options", "rocblas-gemm-ex", "rocsolver"]
+                   "cublas-legacy", "rtc-options", "rocblas-gemm-ex", "rocsolver",
+                   "entry-point", "entry-point-rocm7"]
 
 # Why hipport's text differs from hipify-perl's (the first reason whose test matches a block is given).
 R_RUNTIME = ("hipify-perl puts `#include \"hip/hip_runtime.h\"` first in every file and keeps the converted <cuda.h> "
@@ -50,6 +51,9 @@ R_NO_CAST = ("no kernel cast: HIP's C++ templates take the kernel as it is (hipi
 R_LEGACY = ("legacy cuBLAS (cublas.h without cublas_v2.h): hipport keeps the handle-less call and reports it "
             "(legacy-api), as hipify-clang keeps it (HIPIFY's cublas_v1.cu); hipify-perl renames it into a hipBLAS call "
             "with the legacy arguments, which does not compile")
+R_RELEASE = ("the name the targeted ROCm release declares (rules/releases.toml `[[since]]`: hipGetDriverEntryPoint and "
+             "its status and flag names from 7.1, the bf16 types of hip_bf16.h from 6.0); HIPIFY's tables give one "
+             "form for every release")
 R_ADDRESS = ("HIP_SYMBOL(&sym): HIP declares the graph memcpy-symbol functions with a non-template `const void*`, "
              "and HIP_SYMBOL(x) is plain x on AMD; hipify writes HIP_SYMBOL(sym), which compiles for arrays only")
 
@@ -62,6 +66,8 @@ def _rewrite_reasons(roc: bool, rocm: tuple) -> dict[str, str]:
     for cuda, rewrites in sem.rewrites.items():
         rule = rules.names.get(cuda)
         target = rule.target(roc) if rule else None
+        if target and not roc:
+            target = rules.for_release("names", cuda, rocm) or target
         for rw in rewrites:
             if rw.rocm_min and rocm < rw.rocm_min or rw.rocm_before and rocm >= rw.rocm_before:
                 continue
@@ -110,7 +116,13 @@ def _statement(lines: list[str], start: int, end: int) -> str:
     return "\n".join(lines[k:end])
 
 
-def _reason(perl: list[str], ours: list[str], context: str, reasons: dict[str, str]) -> str | None:
+def _release_names(rocm: tuple) -> set[str]:
+    """The HIP names rules/releases.toml gives a target of ``rocm`` in place of the tables' ones."""
+    return {hip for since, _, names in load_rules().since if tuple(rocm[:2]) >= since for hip in names.values()}
+
+
+def _reason(perl: list[str], ours: list[str], context: str, reasons: dict[str, str],
+            release_names: frozenset = frozenset()) -> str | None:
     if perl and ours and [_strip_comment(x) for x in perl] == [_strip_comment(x) for x in ours]:
         return R_COMMENT
     if any("rocblas_float_complex.h" in x for x in perl):
@@ -125,6 +137,9 @@ def _reason(perl: list[str], ours: list[str], context: str, reasons: dict[str, s
     for name in re.findall(r"\b(\w+)\s*\(", context):
         if name in reasons:
             return reasons[name]
+    ours_words, perl_words = set(re.findall(r"\w+", " ".join(ours))), set(re.findall(r"\w+", " ".join(perl)))
+    if (ours_words - perl_words) & release_names:
+        return R_RELEASE
     if any("reinterpret_cast<const void*>" in x for x in perl) and not any("reinterpret_cast" in x for x in ours):
         return R_NO_CAST
     roc_types = {t for lib in load_semantic().roc_types.values() for t, _ in lib.values()}
@@ -163,7 +178,8 @@ def differences(name: str, tmp: Path) -> list[tuple[str, str, str, str | None]]:
             if i2 - i1 == j2 - j1 else [(i1, i2, j1, j2)]
         for p1, p2, q1, q2 in pairs:
             rows.append((name, "\n".join(a[p1:p2]), "\n".join(b[q1:q2]),
-                         _reason(a[p1:p2], b[q1:q2], _statement(b, q1, q2), reasons)))
+                         _reason(a[p1:p2], b[q1:q2], _statement(b, q1, q2), reasons,
+                                 frozenset(_release_names(options.rocm_version)))))
     return rows
 
 
@@ -199,7 +215,7 @@ HIPIFY_CLANG_REWRITES = [
     "cudaGraphAddMemcpyNodeFromSymbol", "cudaGraphMemcpyNodeSetParamsToSymbol", "cudaGraphMemcpyNodeSetParamsFromSymbol",
     "cudaGraphExecMemcpyNodeSetParamsToSymbol", "cudaGraphExecMemcpyNodeSetParamsFromSymbol", "cudaGetTextureReference",
     "cuOccupancyMaxPotentialBlockSize", "cuOccupancyMaxPotentialBlockSizeWithFlags", "cudaEventCreate",
-    "cudaGraphInstantiate",
+    "cudaGraphInstantiate", "cudaGetDriverEntryPoint",
     "cudnnGetConvolutionForwardWorkspaceSize", "cudnnGetConvolutionBackwardDataWorkspaceSize",
     "cudnnFindConvolutionForwardAlgorithmEx", "cudnnSetPooling2dDescriptor", "cudnnGetPooling2dDescriptor",
     "cudnnSetPoolingNdDescriptor", "cudnnGetPoolingNdDescriptor", "cudnnSetLRNDescriptor", "cudnnGetRNNDescriptor_v6",

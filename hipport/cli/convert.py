@@ -147,11 +147,13 @@ def convert(paths, output_dir, diff_mode, check, to_stdout, roc, rocm_version, l
             rule_dirs, hipify_perl, no_hipify_perl, no_build_files, offload_arch, apply_suggestions,
             suggestion_level, select, follow_symlinks, skip_read_only, force, verify, include_dirs, verify_hipcc, verify_hip_include, verify_clang,
             jobs, no_cache, cache_dir, quiet, verbose):
-    """Convert CUDA sources under PATHS to HIP.
+    """Convert CUDA sources under PATHS to HIP, and bring HIP sources forward to the targeted ROCm.
 
-    PATHS are files or directories; directories are searched for .cu .cuh .cpp .cc .cxx .c .h .hpp .hh .inl
+    PATHS are files or directories; directories are searched for .cu .cuh .hip .cpp .cc .cxx .c .h .hpp .hh .inl
     .inc files and for build files (Makefile, *.mk, CMakeLists.txt, *.cmake; --no-build-files skips them),
-    skipping .git. By default files are rewritten in place, atomically: a crash or Ctrl-C leaves each file
+    skipping .git. HIP code (a .hip file, HIP in a C++ file) goes through the same passes: what an older ROCm
+    wrote otherwise is rewritten for --rocm-version (hipBLAS 2 names for a 7.0+ target...), and the summary counts
+    those files apart ("HIP input, brought forward"). By default files are rewritten in place, atomically: a crash or Ctrl-C leaves each file
     wholly old or wholly new. Converting converted code changes nothing.
 
     \b

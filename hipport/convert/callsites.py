@@ -8,7 +8,7 @@ import re
 from typing import TYPE_CHECKING
 
 from hipport.convert.calls import Arg, call_args
-from hipport.scan import IDENT
+from hipport.scan import IDENT, LITERAL
 
 if TYPE_CHECKING:
     from hipport.convert.context import ConversionContext
@@ -151,6 +151,42 @@ def _applies(conv: "ConversionContext", rw, name: str, nargs: int | None) -> boo
     return nargs is None or rw.args is None or rw.args == nargs
 
 
+def _filled(conv: "ConversionContext", text: str) -> str:
+    """An inserted text with `{hip_version}` as the targeted release numbers itself (100 * major + minor, `603`):
+    hipGetProcAddress asks for a function as of that HIP version."""
+    if "{hip_version}" not in text:
+        return text
+    major, minor = conv.options.rocm_version[:2]
+    return text.replace("{hip_version}", str(major * 100 + minor))
+
+
+_API_NAME = re.compile(rb'^"([A-Za-z_][A-Za-z0-9_]*)"$')
+
+
+def _api_name(conv: "ConversionContext", call: str, arg: Arg, warn: str, edits: list) -> None:
+    """A string naming a CUDA API function for a lookup by name (`cuGetProcAddress("cuMemAlloc", ...)`): HIP looks
+    its functions up by their HIP names, so the literal gets the name the rename tables give (`"hipMalloc"`). A
+    name HIP lacks is reported; so is an argument that is no literal, with ``warn``."""
+    tokens = conv.tokens
+    m = _API_NAME.match(_arg_text(conv, arg).strip()) if arg.last - arg.first == 1 \
+        and tokens.kinds[arg.first] == LITERAL else None
+    if m is None:
+        if warn:
+            conv.finding("call-rewrite-note", "warning", arg.start,
+                         f"`{call}`: {warn} (`{_arg_text(conv, arg).decode('latin-1')}`)", subject=call)
+        return
+    cuda = m.group(1).decode("latin-1")
+    rule = conv.rules.names.get(cuda)
+    target = rule.target(False) if rule is not None else None
+    if target is not None:
+        target = conv.rules.for_release("names", cuda, conv.options.rocm_version) or target
+        edits.append((arg.start, arg.end, b'"' + target.encode() + b'"'))
+        conv.claimed.add(arg.first)
+    elif not cuda.startswith("hip"):
+        conv.finding("call-rewrite-note", "warning", arg.start,
+                     f"`{call}`: HIP has no function for `\"{cuda}\"`; the lookup will not find it", subject=call)
+
+
 def _rewrite_arguments(conv: "ConversionContext", i: int, name: str, args: list[Arg], open_paren: int) -> None:
     """`[[rewrite]]` rules: arguments inserted, replaced, removed, moved, copied or cast. Every position is one of
     the call as written, and every change an edit at an argument's edges, so renames inside the arguments still
@@ -194,7 +230,7 @@ def _rewrite_arguments(conv: "ConversionContext", i: int, name: str, args: list[
         if op.pos >= n and op.kind not in ("insert",):
             continue  # nothing there to change
         if op.kind == "insert":
-            before(op.pos, op.text.encode(), (op.pos, k))
+            before(op.pos, _filled(conv, op.text).encode(), (op.pos, k))
         elif op.kind == "replace":
             arg_text = _arg_text(conv, args[op.pos]).decode("latin-1")
             text = dict(op.values).get(arg_text.replace(" ", ""), op.text)
@@ -218,6 +254,8 @@ def _rewrite_arguments(conv: "ConversionContext", i: int, name: str, args: list[
             before(op.to, text, (op.to, k))
             if op.kind == "move":
                 drop(op.pos, last - op.pos + 1)
+        elif op.kind == "api_name":
+            _api_name(conv, name, args[op.pos], op.warn, edits)
         elif op.kind == "cast":
             arg = args[op.pos]
             # a null constant converts as it is, and const_cast cannot take one

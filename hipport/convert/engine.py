@@ -6,25 +6,18 @@ decode (Latin-1 comments are common in old CUDA code) pass through untouched.
 
 from __future__ import annotations
 
-import re
-
 from hipport.convert.brace_assign import typed_empty_braces
 from hipport.convert.callsites import rewrite_calls
 from hipport.convert.cpp_compat import drop_register
 from hipport.convert.device_launch import report_device_launches
 from hipport.convert.dim3 import make_uint3_to_dim3
 from hipport.convert.forward import bring_forward
-from hipport.convert.context import (
-    IDENTIFIER,
-    PREFIXED,
-    ConversionContext,
-    ConvertOptions,
-    names_without_prefix,
-)
+from hipport.convert.context import ConversionContext, ConvertOptions
 from hipport.convert.includes import insert_runtime_include, rewrite_includes
 from hipport.convert.launch import rewrite_launches
 from hipport.convert.legacy import keep_legacy_names
 from hipport.convert.macros import rewrite_conditions
+from hipport.convert.quick import may_need_work
 from hipport.convert.redefinitions import guard_redefinitions
 from hipport.convert.renames import rename_identifiers
 from hipport.convert.texture_objects import report_texture_integers
@@ -66,7 +59,7 @@ def convert_source(src: bytes, rules: RuleSet, options: ConvertOptions = Convert
         if result.after is not None:
             result.after = _BOM + result.after
         return result
-    if not _may_need_work(src, rules):
+    if not may_need_work(src, rules):
         return FileResult(path, src, src)
     return run_passes(ConversionContext(path, src, rules, options))
 
@@ -76,19 +69,7 @@ def lexed_input(src: bytes, rules: RuleSet) -> bytes | None:
     ahead, many files at a time (`scan.lexed_ahead`)."""
     if src.startswith(_BOM):
         src = src[len(_BOM):]
-    return src if _may_need_work(src, rules) else None
+    return src if may_need_work(src, rules) else None
 
 
 _BOM = b"\xef\xbb\xbf"
-_INCLUDE = re.compile(rb"^[ \t]*#[ \t]*include[ \t]*[<\"]([^>\"\n]+)", re.M)
-
-
-def _may_need_work(src: bytes, rules: RuleSet) -> bool:
-    """Most files of a large tree have no CUDA in them: decide that with regexes, before paying ~4 ms for libclang.
-    Anything that could matter to a rule (a CUDA-prefixed name, a known unprefixed name, a CUDA header, a launch,
-    a CUDA header-guard macro without a prefix) sends the file to the full path."""
-    if PREFIXED.search(src) or b"<<<" in src:
-        return True
-    if any(m.group(1).decode("latin-1").strip() in rules.headers for m in _INCLUDE.finditer(src)):
-        return True
-    return bool(names_without_prefix(rules).intersection(IDENTIFIER.findall(src)))

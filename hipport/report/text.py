@@ -36,8 +36,14 @@ def render_summary(console: Console, summary: Summary, *, verbose: bool, action:
     if target and summary.files_scanned:  # nothing scanned: nothing was converted for any release
         console.print(f"  targeting {escape(target)}", highlight=False, soft_wrap=True)
     if summary.conversions:
-        cats = ", ".join(f"{cat} {n}" for cat, n in sorted(summary.conversions.items(), key=lambda kv: (-kv[1], kv[0])))
-        console.print(f"  by category: {cats}", highlight=False, soft_wrap=True)
+        console.print(f"  by category: {_categories(summary.conversions)}", highlight=False, soft_wrap=True)
+    if summary.hip_files:  # HIP input is brought forward to the release, not ported: said apart from the CUDA
+        files = f"{summary.hip_files} file{'s' if summary.hip_files != 1 else ''}"
+        changed = f"{summary.hip_changed} {action}" + (
+            f" ({_categories(summary.hip_conversions)})" if summary.hip_conversions else "")
+        left = f"{summary.hip_findings} finding{'s' if summary.hip_findings != 1 else ''} left for a person"
+        console.print(f"  HIP input, brought forward (not ported): {files}, {changed}, {left}", highlight=False,
+                      soft_wrap=True, markup=False)
     if summary.findings:
         order = {"error": 0, "warning": 1, "info": 2}
         items = sorted(summary.findings.items(), key=lambda kv: (order.get(kv[0][0], 3), kv[0][1]))
@@ -53,6 +59,10 @@ def render_summary(console: Console, summary: Summary, *, verbose: bool, action:
         console.print(f"[red]error[/red]: {escape(error)}", highlight=False, soft_wrap=True)
     if summary.verify is not None:
         render_verify(console, summary.verify, verbose=verbose, copy=verify_copy)
+
+
+def _categories(counts) -> str:
+    return ", ".join(f"{cat} {n}" for cat, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
 def _version(v) -> str:
