@@ -26,6 +26,7 @@ class ReleaseData:
     libraries: dict[tuple[int, int], frozenset[str]] = field(default_factory=dict)
     sync: dict[tuple[int, int], tuple[str, str]] = field(default_factory=dict)  # (state, macro)
     names: dict[str, frozenset[tuple[int, int]]] = field(default_factory=dict)
+    library: dict[str, str] = field(default_factory=dict)  # name -> the library whose headers have it
     headers: dict[str, frozenset[tuple[int, int]]] = field(default_factory=dict)
     arity: dict[str, dict[tuple[int, int], tuple[int, ...]]] = field(default_factory=dict)
 
@@ -43,14 +44,14 @@ class ReleaseData:
         """("absent" | "opt-in" | "default", the macro that turns them on or off) of the `*_sync` built-ins."""
         return self.sync[self.data_release(target)]
 
-    def has_name(self, name: str, target: tuple, library: str | None = None) -> bool | None:
+    def has_name(self, name: str, target: tuple) -> bool | None:
         """Whether ``target``'s headers have ``name``; None where the data says nothing (the name is in every
         data release or in none, or its library's headers are not in the tree read for that release)."""
         have = self.names.get(name)
         if have is None:
             return None
         rel = self.data_release(target)
-        if library is not None and library not in self.libraries[rel]:
+        if self.library[name] not in self.libraries[rel]:
             return None
         return rel in have
 
@@ -94,15 +95,27 @@ def _parse(path: Path) -> ReleaseData:
         libraries[r] = frozenset(entry["libraries"])
         sync[r] = (state, str(entry.get("sync_macro", "")))
 
-    def sets(key: str) -> dict[str, frozenset]:
+    def sets(table: dict, key: str) -> dict[str, frozenset]:
         out = {}
-        for name, have in data.get(key, {}).items():
+        for name, have in table.items():
+            if not isinstance(have, list):
+                raise RuleError(f"{path}: [{key}] `{name}` must list releases; rerun tools/gen_releases.py")
             out[name] = frozenset(_version(v, f"{path} [{key}] {name}") for v in have)
         return out
 
+    names: dict[str, frozenset] = {}
+    library: dict[str, str] = {}
+    for lib, table in data.get("names", {}).items():
+        if not isinstance(table, dict):
+            raise RuleError(f"{path}: [names.{lib}] must be a table; rerun tools/gen_releases.py")
+        for name, have in sets(table, f"names.{lib}").items():
+            names[name] = have
+            library[name] = lib
+
     arity = {name: {_version(k, f"{path} [arity] {name}"): tuple(v) for k, v in per.items()}
              for name, per in data.get("arity", {}).items()}
-    return ReleaseData(tuple(sorted(releases)), source, libraries, sync, sets("names"), sets("headers"), arity)
+    headers = sets(data.get("headers", {}), "headers")
+    return ReleaseData(tuple(sorted(releases)), source, libraries, sync, names, library, headers, arity)
 
 
 def data_file() -> Path:

@@ -43,16 +43,16 @@ def test_hipblas_3_names_by_release():
     data = release_data()
     for gone in ("hipblasGemmEx_v2", "hipblasGemmStridedBatchedEx_v2", "hipblasDatatype_t", "hipblasComplex",
                  "hipblasDoubleComplex"):
-        assert data.has_name(gone, (6, 4), "hipblas") is True, gone
-        assert data.has_name(gone, (7, 0), "hipblas") is False, gone
-        assert data.has_name(gone, (7, 2), "hipblas") is False, gone
+        assert data.has_name(gone, (6, 4)) is True, gone
+        assert data.has_name(gone, (7, 0)) is False, gone
+        assert data.has_name(gone, (7, 2)) is False, gone
     assert data.has_name("__syncwarp", (7, 2)) is True and data.has_name("__syncwarp", (6, 4)) is False
     assert data.has_name("__reduce_add_sync", (7, 1)) is True and data.has_name("__reduce_add_sync", (6, 3)) is False
 
 
 def test_a_library_the_tree_lacks_is_no_claim():
     # Debian's 5.2 ships no hipBLAS: nothing is said of hipBLAS names there.
-    assert release_data().has_name("hipblasGemmEx_v2", (5, 2), "hipblas") is None
+    assert release_data().has_name("hipblasGemmEx_v2", (5, 2)) is None
     assert release_data().has_name("noSuchNameAnywhere", (7, 2)) is None
 
 

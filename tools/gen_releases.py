@@ -207,10 +207,13 @@ def render(trees: list[tuple[str, str, dict]]) -> str:
         for name, libs in d["names"].items():
             lib_of_name.setdefault(name, sorted(libs)[0])
     name_sets = {r: set(d["names"]) for r, _, d in trees}
-    out.append("[names]")
-    out += [f'{n} = [{", ".join(chr(34) + r + chr(34) for r in have)}]'
-            for n, have in varying(name_sets, lambda n: lib_of_name[n])]
-    out.append("")
+    by_library: dict[str, list[str]] = {}
+    for n, have in varying(name_sets, lambda n: lib_of_name[n]):
+        by_library.setdefault(lib_of_name[n], []).append(f'{n} = [{", ".join(chr(34) + r + chr(34) for r in have)}]')
+    for lib in sorted(by_library):
+        out.append(f"[names.{lib}]")
+        out += by_library[lib]
+        out.append("")
     out.append("# Parameter counts of API functions whose declarations differ in arity between releases.")
     out.append("[arity]")
     for name in sorted(set().union(*[d["arity"] for _, _, d in trees])):
