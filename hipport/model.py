@@ -54,6 +54,7 @@ class FileResult:
     defines: set[str] = field(default_factory=set)  # macros the file defines, so they are not "unknown"
     error: str | None = None
     changed_flag: bool | None = None  # set once the texts are released
+    hip: bool = False  # the input was HIP code already: brought forward to the targeted release, not ported
 
     @property
     def changed(self) -> bool:

@@ -15,6 +15,7 @@ from pathlib import Path
 from hipport.cache import ResultCache
 from hipport.convert.context import ConvertOptions
 from hipport.convert.engine import convert_source, lexed_input
+from hipport.convert.hip_input import is_hip_input
 from hipport.files import (
     AtomicBatch,
     InputError,
@@ -75,7 +76,10 @@ def convert_one(source: Source, rules: RuleSet, options: ConvertOptions,
         cached = cache.get(_cache_key(source, src, options.offload_arch))
     if cached is not None:
         findings, unknown, defines = cached
-        return FileResult(path, src, src, findings=findings, unknown=unknown, defines=defines), st
+        result = FileResult(path, src, src, findings=findings, unknown=unknown, defines=defines)
+        if source.build is None:
+            result.hip = is_hip_input(result, src, rules)
+        return result, st
     signals_before = interrupts_raised()
     try:
         if source.build is not None:  # a Makefile or CMake file: its own rules, no audit step
@@ -84,6 +88,7 @@ def convert_one(source: Source, rules: RuleSet, options: ConvertOptions,
             result = convert_build_text(src, source.build, options, path)[0]
         else:
             result = convert_source(src, rules, options, path)
+            result.hip = is_hip_input(result, src, rules)
             if post is not None:
                 post(result)
     except LexError as exc:

@@ -32,6 +32,12 @@ class Summary:
     unknown: dict[str, NameTally] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
     verify: VerifyResult | None = None  # `--verify`: how the converted tree compiled
+    # Of the files above, those that were HIP already (brought forward, not ported): what changed in them and what
+    # they leave for a person.
+    hip_files: int = 0
+    hip_changed: int = 0
+    hip_conversions: Counter = field(default_factory=Counter)  # category -> references rewritten in HIP files
+    hip_findings: int = 0
 
     @property
     def converted_total(self) -> int:
@@ -61,6 +67,11 @@ def summarize(results: list[FileResult]) -> Summary:
             summary.files_changed += 1
         for conv in result.conversions:
             summary.conversions[conv.category] += 1
+        if result.hip:
+            summary.hip_files += 1
+            summary.hip_changed += result.changed
+            summary.hip_conversions.update(conv.category for conv in result.conversions)
+            summary.hip_findings += len(result.findings)
         for finding in result.findings:
             summary.findings[(finding.severity, finding.rule_id)] += 1
             if finding.rule_id in ("unsupported-api", "removed-api", "unsupported-header"):
