@@ -21,6 +21,7 @@ from hipport.audit.checks import (
     warp_arrays,
     warp_loops,
     warpsize,
+    wave_width,
 )
 from hipport.audit.checks.common import wave_conditional_lines
 from hipport.audit.checks.context import Context
@@ -32,7 +33,8 @@ from hipport.semantic import load_semantic
 
 # Check functions in the order they run; each takes a Context and reports through it.
 CHECKS = (
-    masks.check, ballot.check, lane_math.check, warp_loops.check, warp_arrays.check, warpsize.check, inline_ptx.check,
+    masks.check, ballot.check, lane_math.check, warp_loops.check, warp_arrays.check, warpsize.check, wave_width.check,
+    inline_ptx.check,
     builtins.check, coop_groups.check, names.check, atomics.check, launch_size.check, last_error.check, hiprtc.check,
 )
 
@@ -134,9 +136,11 @@ def audit_source(src: bytes, path: str = "<stdin>", options: AuditOptions = Audi
 
 
 def _with_conversion(ctx: Context, findings: list[Finding], converted: FileResult) -> list[Finding]:
-    spans = [(ctx.lines.line_col(c.start), ctx.lines.line_col(max(c.end - 1, c.start)))
-             for c in converted.conversions if c.category == "warp" and c.start >= 0]
+    spans = {cat: [(ctx.lines.line_col(c.start), ctx.lines.line_col(max(c.end - 1, c.start)))
+                   for c in converted.conversions if c.category == cat and c.start >= 0]
+             for cat in ("warp", "wavefront")}
     shimmed = {c.cuda for c in converted.conversions if c.category == "shim"}
+    guarded = {c.cuda for c in converted.conversions if c.category == "guard"}
     for shim in (load_semantic().shims or {}).values():
         if shim.include in shimmed:  # a header's stand-in answers the header and the API it names
             shimmed.update(shim.cuda)
@@ -148,6 +152,9 @@ def _with_conversion(ctx: Context, findings: list[Finding], converted: FileResul
             return False
         if "shim" in rule.fixed_by_convert and f.severity == "error" and f.subject in shimmed:
             return True
-        return "warp" in rule.fixed_by_convert and any(a <= (f.line, f.col) <= b for a, b in spans)
+        if "guard" in rule.fixed_by_convert and f.subject in guarded:
+            return True
+        return any(cat in rule.fixed_by_convert and any(a <= (f.line, f.col) <= b for a, b in spans[cat])
+                   for cat in spans)
 
     return [f for f in findings if not rewritten(f)] + list(converted.findings)

@@ -24,6 +24,7 @@ _REQUIRED = ("id", "severity", "summary", "note", "family")
 _WHEN_KEYS = frozenset({"rocm_at_least", "rocm_below", "arch_wave32", "arch_wave64", "severity"})
 _VERSION = re.compile(r"^\d+(?:\.\d+){0,2}$")
 _ID = re.compile(r"^[a-z][a-z0-9]*(?:-[a-z0-9]+)*$")
+FIXED_BY_CONVERT = ("warp", "shim", "wavefront", "guard")  # conversion categories: see Hazard.fixed_by_convert
 
 
 class HazardError(Exception):
@@ -67,7 +68,8 @@ class Hazard:
     # The conversion categories that settle this finding by themselves, so that it is converted work, not hand
     # work: "warp", a rewrite of the bytes it points at (a full 32-bit mask, a `*_sync` call the target lacks);
     # "shim", a stand-in definition of the name it says is missing (its error; a warning about what a call means
-    # stays).
+    # stays); "wavefront", a rewrite of the bytes it points at for ROCm 7's wavefront width (convert/wave_width.py);
+    # "guard", a guard around the definition it names (convert/sync_builtins.py, convert/redefinitions.py).
     fixed_by_convert: tuple[str, ...] = ()
 
     def severity_for(self, rocm: tuple[int, ...], archs: tuple[str, ...]) -> str:
@@ -139,8 +141,9 @@ def _load_one(path: Path) -> Hazard:
         when.append(SeverityWhen(entry["severity"], versions.get("rocm_at_least"), versions.get("rocm_below"),
                                  entry.get("arch_wave32", False), entry.get("arch_wave64", False)))
     fixed = data.get("fixed_by_convert", [])
-    if not isinstance(fixed, list) or not set(fixed) <= {"warp", "shim"}:
-        raise HazardError(f"{name}: key `fixed_by_convert` must be a list of \"warp\" and \"shim\"")
+    if not isinstance(fixed, list) or not set(fixed) <= set(FIXED_BY_CONVERT):
+        raise HazardError(f"{name}: key `fixed_by_convert` must be a list of "
+                          + ", ".join(f"\"{c}\"" for c in FIXED_BY_CONVERT))
     return Hazard(data["id"], data["family"], data["severity"], data["summary"].strip(),
                   data["note"].strip(), tuple(when), tuple(fixed))
 

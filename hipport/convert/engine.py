@@ -22,13 +22,19 @@ from hipport.convert.redefinitions import guard_redefinitions
 from hipport.convert.renames import rename_identifiers
 from hipport.convert.texture_objects import report_texture_integers
 from hipport.convert.shims import add_shims
+from hipport.convert.sync_builtins import guard_sync_builtins
+from hipport.convert.wave_width import rewrite_wave_width
+from hipport.convert.wavefront_macro import rewrite_wavefront_macro
 from hipport.model import FileResult, apply_edits
 from hipport.rules import RuleSet
 
 
 def run_passes(ctx: ConversionContext) -> FileResult:
     rewrite_conditions(ctx)
+    rewrite_wave_width(ctx)
+    rewrite_wavefront_macro(ctx)
     drop_register(ctx)
+    guard_sync_builtins(ctx)  # before the other guards and the calls: the definitions and masks it claims are done
     guard_redefinitions(ctx)
     keep_legacy_names(ctx)
     rewrite_calls(ctx)

@@ -225,10 +225,15 @@ def const_context(ctx: Context, i: int) -> str | None:
 def _template_open(ctx: Context, i: int) -> int | None:
     k = i - 1
     depth = 0
+    resume = i + 1  # where the search for the closing `>` starts: after a parenthesised argument holding ``i``
     while k >= 0:
         t = ctx.text[k]
         if t in (b")", b"]") and ctx.match(k) >= 0:
             k = ctx.match(k) - 1
+            continue
+        if t == b"(" and ctx.t(ctx.prev_code(k)) in (b"<", b",") and ctx.match(k) > k:
+            resume = ctx.match(k) + 1  # `enable_if<(N == warpSize)>`: a parenthesised template argument
+            k = ctx.prev_code(k)
             continue
         if t in (b";", b"{", b"}", b"(", b"[", b"&&", b"||", b"=", b"?", b"return"):
             return None
@@ -245,7 +250,7 @@ def _template_open(ctx: Context, i: int) -> int | None:
     if ctx.kinds[p] != IDENT:
         return None
     # find the closing `>` and see that a template-id follows
-    j = i + 1
+    j = resume
     depth = 0
     while j < ctx.n:
         t = ctx.text[j]

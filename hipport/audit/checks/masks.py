@@ -13,6 +13,8 @@ from hipport.audit.checks.common import (
     user_defined,
 )
 from hipport.audit.checks.context import COMMENT, IDENT, LITERAL, Context, int_value
+from hipport.audit.checks.names import release_guarded
+from hipport.wavefront import load_wave_rules
 
 RULE = "warp-mask-32bit"
 FULL64 = "0xffffffffffffffffull"
@@ -35,9 +37,21 @@ def check(ctx: Context) -> None:
         if ctx.kinds[i] != IDENT:
             continue
         word = ctx.text[i]
-        if word in SYNC_BUILTINS and sync_exists and ctx.is_call(i) and not user_defined(ctx, word):
+        if word in SYNC_BUILTINS and sync_exists and ctx.is_call(i) and not _projects_own(ctx, word):
             _check_sync_mask(ctx, i, reported_macros, reported_decls)
     _check_lane_shifts(ctx)
+
+
+def _projects_own(ctx: Context, word: bytes) -> bool:
+    """The file defines ``word`` itself for the targeted release: a definition behind a test of the release is the
+    project's stand-in for older ones, and from ROCm 7.0 the calls are HIP's (a 32-bit mask stops them there)."""
+    if not user_defined(ctx, word):
+        return False
+    if word in ctx.macros or ctx.rocm < load_wave_rules().sync_from:
+        return True
+    guarded = release_guarded(ctx)
+    return any(not any(a <= fn.name_index < b for a, b in guarded)
+               for fn in ctx.functions if ctx.text[fn.name_index] == word)
 
 
 def _check_sync_mask(ctx: Context, i: int, reported_macros: set, reported_decls: set) -> None:
@@ -50,6 +64,14 @@ def _check_sync_mask(ctx: Context, i: int, reported_macros: set, reported_decls:
     if not code:
         return
     is32, value = is_full_mask32(ctx, a, b)
+    if is32 and value == 0xFFFFFFFF and len(args) == 1 and name in (wave := load_wave_rules()).dropped_names \
+            and ctx.rocm >= wave.dropped_from:
+        # HIP's masked `__syncwarp` only checks the mask, without trimming it on wave32: no spelling of "every
+        # lane" passes that check on both wave sizes in a debug build; the mask-free call means the same
+        ctx.report(RULE, code[0], f"32-bit mask `{ctx.span_text(a, b).decode()}` given to `{name}`: HIP takes a "
+                   f"64-bit mask, which it only checks; for every lane drop it (`{name}()`)",
+                   edits=[ctx.edit(code[0], "", code[-1])], subject=name)
+        return
     if is32:
         ctx.report(RULE, code[0], f"32-bit mask `{ctx.span_text(a, b).decode()}` given to `{name}`: HIP takes a "
                    f"64-bit mask (use `{_literal_fix(ctx, a, b, value)}`)",
@@ -121,8 +143,30 @@ def _check_sync_mask(ctx: Context, i: int, reported_macros: set, reported_decls:
         is32, value = is_full_mask32(ctx, init[0], init_end)
         if is32:
             edits.append(ctx.edit(init[0], _literal_fix(ctx, init[0], init_end, value), init[-1]))
+    # A 32-bit all-lanes value assigned later would keep naming 32 lanes in the wider variable: it changes too.
+    edits += _full_mask_assignments(ctx, decl, word)
     ctx.report(RULE, decl, f"mask variable `{word.decode()}` is 32-bit but is passed to `{name}`; "
                f"make it `unsigned long long`", edits=edits, subject=word.decode())
+
+
+def _full_mask_assignments(ctx: Context, decl: int, word: bytes) -> list:
+    """Edits giving `word = <32-bit all-lanes value>;` after its declaration (in its function, or the file for a
+    global) the 64-bit value."""
+    fn = ctx.function_at(decl)
+    end = fn.body[1] if fn is not None else ctx.n
+    edits = []
+    for k in range(decl + 1, end):
+        if ctx.text[k] != word or ctx.kinds[k] != IDENT or ctx.t(ctx.next_code(k)) != b"=" \
+                or ctx.t(ctx.prev_code(k)) in (b".", b"->", b"::"):
+            continue
+        first = ctx.next_code(ctx.next_code(k))
+        last = first
+        while last < ctx.n and ctx.text[last] not in (b";", b",", b")"):
+            last += 1
+        is32, value = is_full_mask32(ctx, first, last)
+        if is32 and value == 0xFFFFFFFF:
+            edits.append(ctx.edit(first, FULL64, ctx.prev_code(last)))
+    return edits
 
 
 def _check_by_type(ctx: Context, i: int, code: list[int], name: str) -> None:

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import re
 
+from hipport import directives as dirs
 from hipport.audit.checks.context import COMMENT, IDENT, KEYWORD, LITERAL, Context, int_value
+from hipport.model import Edit
+from hipport.wavefront import load_wave_rules
 
 RULE = "hip-name-collision"
 COMPAT = "compat-macro-wrong"
@@ -22,7 +25,7 @@ _DECL_WORDS = {b"__device__", b"__host__", b"__forceinline__", b"inline", b"stat
 _RELEASE_TESTS = (b"HIP_VERSION", b"HIPPORT_SHIM_")
 
 
-def _release_guarded(ctx: Context) -> list[tuple[int, int]]:
+def release_guarded(ctx: Context) -> list[tuple[int, int]]:
     """Token ranges inside `#if` blocks whose condition tests the HIP release."""
     ranges, stack = [], []
     for d in ctx.structure.directives:
@@ -171,7 +174,8 @@ def _uses(ctx: Context, name: bytes) -> list[int]:
 
 
 def check(ctx: Context) -> None:
-    if RULE not in ctx.hazards or COMPAT not in ctx.hazards or not (ctx.words & _BUILTINS):
+    sync = {n.encode() for n in load_wave_rules().sync_names}
+    if RULE not in ctx.hazards or COMPAT not in ctx.hazards or not (ctx.words & (_BUILTINS | sync)):
         return
     for name, d in ctx.macros.items():
         if name not in _BUILTINS:
@@ -188,11 +192,14 @@ def check(ctx: Context) -> None:
         ctx.report(RULE, d.first + 2, f"`#define {name.decode()}` redefines a HIP built-in and rewrites HIP's "
                        f"own headers too; remove it or rename it", subject=name.decode())
     guarded = None
+    wave = load_wave_rules()
     for i in range(ctx.n - 1):
-        if ctx.kinds[i] != IDENT or ctx.text[i] not in _BUILTINS or ctx.in_directive[i] or ctx.device[i]:
+        if ctx.kinds[i] != IDENT or ctx.text[i] not in _BUILTINS | sync or ctx.in_directive[i] or ctx.device[i]:
             continue
+        if ctx.text[i] in sync and ctx.rocm < wave.sync_from:
+            continue  # HIP declares it by default only from 7.0: before, the project's own is the only one
         if guarded is None:
-            guarded = _release_guarded(ctx)
+            guarded = release_guarded(ctx)
         if any(a <= i < b for a, b in guarded):
             continue
         prev = ctx.prev_code(i)
@@ -211,5 +218,50 @@ def check(ctx: Context) -> None:
             what = "variable"
         else:
             continue
+        if what == "function" and ctx.text[i] in sync:
+            # HIP's `__syncwarp()` and `__activemask()` take nothing: the same signature is a redefinition (or,
+            # `static`, "static declaration follows non-static"); another is an overload that compiles and
+            # takes the calls HIP's built-in would have
+            close = ctx.match(nxt_i := ctx.next_code(i))
+            same = close == ctx.next_code(nxt_i) or ctx.t(ctx.next_code(nxt_i)) == b"void"
+            how = "clashes with it there" if same else "takes the calls HIP's would there (another overload)"
+            ctx.report(RULE, i, f"`{ctx.text[i].decode()}` is HIP's own from ROCm {_v(wave.sync_from)}: this "
+                       f"definition {how}; keep it for older releases behind `#if {wave.sync_guard}`",
+                       edits=_release_guard(ctx, i, wave), subject=ctx.text[i].decode(),
+                       severity=None if same else "warning")
+            continue
         ctx.report(RULE, i, f"this {what} `{ctx.text[i].decode()}` collides with the HIP built-in of that name; "
                    f"delete it where HIP's does the job, or rename it", subject=ctx.text[i].decode())
+
+
+def _release_guard(ctx: Context, i: int, wave) -> list:
+    """The definition of the function named at ``i`` behind the release guard of rules/wavefront.toml, with
+    `<hip/hip_version.h>` before it where no include before it defines `HIP_VERSION_MAJOR`; [] when the definition
+    does not start and end its lines (a guard needs lines of its own)."""
+    fn = next((f for f in ctx.functions if f.name_index == i), None)
+    if fn is None:
+        return []
+    first = i
+    while True:
+        p = ctx.prev_code(first)
+        if p < 0 or ctx.in_directive[p] or ctx.text[p] in (b";", b"{", b"}", b")", b"="):
+            break
+        first = p
+    start = ctx.lines.line_start(ctx.starts[first])
+    end = ctx.lines.line_end(ctx.ends[fn.body[1]])
+    end = len(ctx.src) if end == -1 else end
+    if end > 0 and ctx.src[end - 1:end] == b"\r":
+        end -= 1
+    if ctx.src[start:ctx.starts[first]].strip() or ctx.src[ctx.ends[fn.body[1]]:end].strip() \
+            or end == len(ctx.src):
+        return []
+    nl = b"\r\n" if ctx.src.find(b"\r\n") >= 0 else b"\n"
+    include = not any(d.start < start and (t := dirs.include_target(ctx.tokens, d)) is not None
+                      and t[2].decode("latin-1") in wave.sync_includes for d in ctx.structure.directives)
+    head = (f"#include <{wave.sync_include}>".encode() + nl if include else b"") + \
+        f"#if {wave.sync_guard}".encode() + nl
+    return [Edit(start, start, head), Edit(end, end, nl + b"#endif")]
+
+
+def _v(version: tuple) -> str:
+    return ".".join(map(str, version[:2]))

@@ -60,7 +60,8 @@ def check(ctx: Context) -> None:
             confidence = "medium"
         edits = _fix(ctx, i, where)
         ctx.report(RULE, i, f"`warpSize` in a {where}: not a constant expression from ROCm 7.0"
-                   + (_advice(where, edits)), confidence=confidence, edits=edits, subject=where)
+                   + (_advice(where, edits, bool(ctx.device[i]))), confidence=confidence, edits=edits,
+                   subject=where)
 
 
 def _through_macros(ctx: Context) -> None:
@@ -80,12 +81,20 @@ def _through_macros(ctx: Context) -> None:
                    subject=where)
 
 
-def _advice(where: str, edits) -> str:
+# In a device function's body the target's width is a constant: rocPRIM's, which `hipport convert` writes there.
+_DEVICE_WIDTH = "`::rocprim::arch::wavefront::max_size()` is the target's width as a constant in device code"
+_HOST_CHOICE = ("make the warp size a template parameter chosen on the host "
+                "(`hipDeviceGetAttribute(&w, hipDeviceAttributeWarpSize, dev)`)")
+
+
+def _advice(where: str, edits, device: bool) -> str:
     if where == "array bound":
-        return " (size the array for the largest case)"
+        return " (size the array for the largest case" + (f", or {_DEVICE_WIDTH})" if device else ")")
     if edits:
         return " (`const` is enough where it is only used at run time)"
-    return " (make the warp size a template parameter chosen on the host)"
+    if device and where in ("template argument", "static_assert", "constexpr initialiser"):
+        return f" ({_DEVICE_WIDTH}; or {_HOST_CHOICE})"
+    return f" ({_HOST_CHOICE})"
 
 
 def _fix(ctx: Context, i: int, where: str):
