@@ -110,6 +110,8 @@ if "-###" in args:
             print("clang: error: invalid target ID '%s'; format is a processor name" % a.split("=", 1)[1],
                   file=sys.stderr)
             sys.exit(1)
+    if os.environ.get("FAKE_HIPCC_LINKS"):  # the device job a real toolchain prints: it links the device libraries
+        print(' "clang" "-cc1" "-triple" "amdgcn-amd-amdhsa" "-mlink-builtin-bitcode" "/rocm/amdgcn/bitcode/ocml.bc"')
     sys.exit(0)
 src = args[-1]
 text = open(src).read()
@@ -304,3 +306,31 @@ def test_interrupt_stops_the_running_compilers(tree, fake_bin, tmp_path):
             continue
         with open(f"/proc/{pid}/stat") as fh:  # a zombie awaiting its reaper is gone too
             assert fh.read().split(")")[1].split()[0] == "Z", f"compiler {pid} still runs"
+
+
+def test_codegen_where_hipcc_links_device_libraries_and_settings_defines(tree, fake_bin, tmp_path):
+    """A hipcc whose `-###` jobs link ROCm's device libraries compiles each unit with code generation (`-c -o`
+    into the temporary folder, not `-fsyntax-only`), and says so; the settings' `defines` reach it as -D / -U."""
+    log = tmp_path / "log.jsonl"
+    (tree / "src" / "bad.cu").unlink()
+    (tree / ".hipport.toml").write_text('defines = ["USE_ROCM", "SCALE=3", "!CUDA_VERSION"]\n')
+    r = hipport("convert", tree, "--check", "--verify", "--offload-arch", "gfx90a", "-I", tree / "include",
+                env={"PATH": str(fake_bin), "FAKE_HIPCC_LOG": str(log), "FAKE_HIPCC_LINKS": "1"}, cwd=tree)
+    err = r.stderr.decode()
+    assert r.returncode == 1, err  # --check: files would change; the unit compiles
+    assert "hipcc (HIP 5.2, HIP_PLATFORM=amd, code generation) for gfx90a: it compiles" in err
+    compiled = [json.loads(line)["args"] for line in log.read_text().splitlines()]
+    compiled = [a for a in compiled if "-###" not in a and "--version" not in a]
+    assert len(compiled) == 1
+    args = compiled[0]
+    assert "-fsyntax-only" not in args and "-c" in args
+    obj = Path(args[args.index("-o") + 1])
+    assert obj.suffix == ".o" and not str(obj).startswith(str(tree))
+    assert Path(args[-1]).name == "good.cu"
+    assert ["-DUSE_ROCM", "-DSCALE=3", "-UCUDA_VERSION"] == [a for a in args if a[:2] in ("-D", "-U")]
+
+
+def test_define_args():
+    from hipport.convert.verify import define_args
+
+    assert define_args(["A", "B=2", " !C ", "!", ""]) == ["-DA", "-DB=2", "-UC"]

@@ -541,7 +541,7 @@ def audit(paths, exclude, follow_symlinks, archs, rocm, select, ignore, include_
 
         verified = verify_converted(toolchain, [s for s, _ in converted], [r for _, r in converted], "none", None,
                                     [*config.paths("include-dirs"), *include_dirs], jobs or default_jobs(),
-                                    (tuple(rocm_version) + (0, 0))[:2])
+                                    (tuple(rocm_version) + (0, 0))[:2], defines=defines)
         _print_verify(verified, out if text_dest != "none" else err, quiet=quiet, verbose=verbose)
     out.flush()
     if write_baseline is not None:

@@ -287,7 +287,8 @@ def convert(paths, output_dir, diff_mode, check, to_stdout, roc, rocm_version, l
     summary = summarize(results)
     if toolchain is not None:
         summary.verify = verify_converted(toolchain, sources, results, write, output_dir,
-                                 [*config.paths("include-dirs"), *include_dirs], jobs or default_jobs(), rocm)
+                                 [*config.paths("include-dirs"), *include_dirs], jobs or default_jobs(), rocm,
+                                 defines=config.get("defines") or ())
     if not to_stdout or verbose:
         action = "would change" if write == "none" else "changed"
         render_summary(err, summary, verbose=verbose, action=action, verify_copy=write == "none",
@@ -322,10 +323,10 @@ def convert(paths, output_dir, diff_mode, check, to_stdout, roc, rocm_version, l
 
 
 
-def verify_converted(toolchain, sources, results, write, output_dir, include_dirs, jobs, rocm):
+def verify_converted(toolchain, sources, results, write, output_dir, include_dirs, jobs, rocm, defines=()):
     """`--verify` of `convert` and of `audit` (which passes write="none"). The converted tree as hipcc should see it: the files in place, the output tree, or (nothing written) a
     temporary copy of the converted texts (paths relative to it); then `verify_tree`. An include folder inside an
-    input tree is searched in its converted copy first."""
+    input tree is searched in its converted copy first. ``defines``: the project's AMD switches, passed as -D."""
     from hipport.convert.verify import TreeFile, verify_tree
 
     files, mirrors = [], {}  # mirrors: input tree root -> where its converted copy is
@@ -358,7 +359,7 @@ def verify_converted(toolchain, sources, results, write, output_dir, include_dir
                 dirs.append(copy / d.relative_to(tree))
         dirs.append(d)
     return verify_tree(files, toolchain, include_dirs=dirs, roots=list(dict.fromkeys(mirrors.values())), jobs=jobs,
-                       target_release=rocm)
+                       target_release=rocm, defines=defines)
 
 
 def _suggestion_ids(select: tuple[str, ...]) -> frozenset:

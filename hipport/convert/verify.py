@@ -1,6 +1,8 @@
 """`convert --verify`: does the converted tree compile? Every translation unit goes through the installed `hipcc`
-(syntax only, HIP_PLATFORM=amd, for the targets the installed clang knows), and each error is matched, where it
-can be, to a known cause and its fix (`rules/verify.toml`).
+(HIP_PLATFORM=amd, for the targets the installed clang knows, with the project's `defines`): with code generation
+(`-c`) where hipcc links ROCm's device libraries for every target, which a real ROCm toolchain does, else syntax
+only (a clang over a header tree). Each error is matched, where it can be, to a known cause and its fix
+(`rules/verify.toml`).
 
 Nothing here prints or knows the command line: the command builds `TreeFile`s (files on disk, or converted texts
 to compile from a temporary copy), calls `verify_tree`, and renders the `VerifyResult`.
@@ -62,6 +64,7 @@ class Toolchain:
     skipped: Mapping[str, str] = field(default_factory=dict)  # the others -> why
     flags: tuple[str, ...] = ()           # given before hipport's own (a clang over a header tree: HIP-Clang's flags)
     described: str = ""                   # what compiles, for the summary and `doctor`
+    codegen: bool = False                 # it links the device libraries for every target: compile with `-c`
 
     @property
     def command(self) -> list[str]:
@@ -109,6 +112,7 @@ class VerifyResult:
     units: list[UnitResult] = field(default_factory=list)
     hip_version: tuple[int, int] | None = None
     compiler: str = ""  # a clang over a header tree: what compiled (empty: the hipcc named by hip_version)
+    codegen: bool = False  # compiled with code generation (`-c`), not only `-fsyntax-only`
 
     @property
     def failed(self) -> list[UnitResult]:
@@ -207,13 +211,15 @@ def find_toolchain(targets: Iterable[str], environ: Mapping[str, str] = os.envir
     m = _HIP_VERSION.search(text)
     version = (int(m.group(1)), int(m.group(2))) if m else None
     toolchain = Toolchain(hipcc, version, env, platform if platform not in (None, "", "amd") else None)
-    usable, skipped = probe_targets(toolchain, targets)
+    usable, skipped, linked = _probe(toolchain, targets)
     if not usable:
         why = "; ".join(f"{t}: {w}" for t, w in skipped.items())
         raise ToolchainError(f"--verify: no target the installed hipcc can compile for ({why}); name one with "
                              "--offload-arch (gfx90a...)")
+    codegen = linked >= set(usable)
     return Toolchain(hipcc, version, env, toolchain.platform_was, usable, skipped, described=f"{hipcc} (HIP "
-                     f"{'.'.join(map(str, version)) if version else 'version unknown'})")
+                     f"{'.'.join(map(str, version)) if version else 'version unknown'}; "
+                     f"{'code generation' if codegen else 'syntax only'})", codegen=codegen)
 
 
 _HEADER_VERSION = re.compile(rb"#\s*define\s+HIP_VERSION_(MAJOR|MINOR)\s+(\d+)")
@@ -273,7 +279,19 @@ def header_tree_toolchain(targets: Iterable[str], hip_include: str | os.PathLike
 def probe_targets(toolchain: Toolchain, targets: Iterable[str]) -> tuple[tuple[str, ...], dict[str, str]]:
     """The targets hipcc's clang accepts, with its device libraries installed (asked with `-###`, which runs
     nothing), and the others with the reason."""
+    usable, skipped, _linked = _probe(toolchain, targets)
+    return usable, skipped
+
+
+# In the jobs `-###` prints, the device libraries a target's device code is linked with: a toolchain that names
+# them for a target can generate its code; a clang over a header tree (`-nogpulib`) names none.
+_LINKS_DEVICE_LIBS = "-mlink-builtin-bitcode"
+
+
+def _probe(toolchain: Toolchain, targets: Iterable[str]) -> tuple[tuple[str, ...], dict[str, str], set[str]]:
+    """`probe_targets`, and the targets whose device code links ROCm's device libraries."""
     targets = list(dict.fromkeys(targets))
+    linked: set[str] = set()
     with tempfile.TemporaryDirectory(prefix="hipport-verify-") as tmp:
         probe = Path(tmp) / "probe.hip"
         probe.write_bytes(b"")
@@ -288,12 +306,14 @@ def probe_targets(toolchain: Toolchain, targets: Iterable[str]) -> tuple[tuple[s
                 m = _DRIVER.match(line.strip())
                 if m:
                     return _target_reason(m.group("message"))
+            if r.returncode == 0 and _LINKS_DEVICE_LIBS in r.stdout + r.stderr:
+                linked.add(target)
             return None if r.returncode == 0 else f"hipcc exit {r.returncode}"
 
         with ThreadPoolExecutor(max(1, min(8, len(targets)))) as pool:
             reasons = list(pool.map(ask, targets))
     usable = tuple(t for t, why in zip(targets, reasons) if why is None)
-    return usable, {t: why for t, why in zip(targets, reasons) if why is not None}
+    return usable, {t: why for t, why in zip(targets, reasons) if why is not None}, linked
 
 
 def _target_reason(message: str) -> str:
@@ -340,17 +360,33 @@ def _read(path: Path) -> bytes:
         return b""
 
 
+def define_args(defines: Iterable[str]) -> list[str]:
+    """The settings' `defines` as hipcc options: `NAME` / `NAME=VALUE` -> `-DNAME...`, `!NAME` (a name the AMD
+    build never defines) -> `-UNAME`."""
+    out = []
+    for item in defines:
+        item = str(item).strip()
+        if item.startswith("!"):
+            if item[1:].strip():
+                out.append(f"-U{item[1:].strip()}")
+        elif item:
+            out.append(f"-D{item}")
+    return out
+
+
 def verify_tree(files: list[TreeFile], toolchain: Toolchain, *,
                 include_dirs: Iterable[Path] = (), roots: Iterable[Path] = (), jobs: int = 1,
                 target_release: tuple[int, int] | None = None, causes: tuple[Cause, ...] | None = None,
-                errors_per_unit: int = ERRORS_PER_UNIT) -> VerifyResult:
+                errors_per_unit: int = ERRORS_PER_UNIT, defines: Iterable[str] = ()) -> VerifyResult:
     """Compile every translation unit of ``files`` with hipcc, ``jobs`` at a time. ``roots``: the top folders of
-    the tree as hipcc sees it (searched with -I after the unit's own folder); ``include_dirs``: the project's.
-    Files with ``text`` are written to a temporary copy first, removed afterwards."""
+    the tree as hipcc sees it (searched with -I after the unit's own folder); ``include_dirs``: the project's;
+    ``defines``: the project's switches for its AMD build (settings' `defines`). Files with ``text`` are written
+    to a temporary copy first, removed afterwards."""
     causes = load_causes() if causes is None else causes
     usable = toolchain.targets
     result = VerifyResult(usable, dict(toolchain.skipped), hip_version=toolchain.hip_version,
-                          compiler=toolchain.described if toolchain.flags else "")
+                          compiler=toolchain.described if toolchain.flags else "", codegen=toolchain.codegen)
+    switches = define_args(defines)
     if toolchain.platform_was:
         result.notes.append(f"HIP_PLATFORM={toolchain.platform_was} in the environment; hipport runs hipcc with "
                             "HIP_PLATFORM=amd")
@@ -377,11 +413,16 @@ def verify_tree(files: list[TreeFile], toolchain: Toolchain, *,
             f = staged[path]
             if stop.is_set():
                 return UnitResult(f.shown, False, [CompileError("", 0, 0, "not compiled: interrupted")])
-            args = [f"-I{d}" for d in dict.fromkeys([*root_dirs, *include_dirs])]
+            args = [*switches, *(f"-I{d}" for d in dict.fromkeys([*root_dirs, *include_dirs]))]
+            cwd = path.parent
             if f.origin is not None:  # a copy: what it includes from beside its source, outside the tree
                 args += ["-idirafter", str(f.origin.parent)]
+                if f.text is not None and f.origin.parent.is_dir():
+                    # run from the source's folder: a hipcc confined to the folders around its working directory
+                    # (ROCm in a chroot, such as rocm7-hipcc) then sees that folder as well as the copy in /tmp
+                    cwd = f.origin.parent
             return _compile(toolchain, usable, path, args, shown, Path(tmp), causes, context, errors_per_unit,
-                            f.shown)
+                            f.shown, cwd)
 
         pool = ThreadPoolExecutor(max(1, jobs))
         try:
@@ -440,7 +481,9 @@ def _stage(files: list[TreeFile], tmp: Path) -> dict[Path, TreeFile]:
 
 
 def _compile(toolchain: Toolchain, targets: tuple[str, ...], unit: Path, include_args: list[str],
-             shown: Mapping[str, str], tmp: Path, causes, context, limit: int, name: str) -> UnitResult:
+             shown: Mapping[str, str], tmp: Path, causes, context, limit: int, name: str,
+             cwd: Path | None = None) -> UnitResult:
+    cwd = unit.parent if cwd is None else cwd
     compiled = unit
     if "\n" in unit.name:
         # hipcc hands its arguments to a shell with each odd character backslashed, and a backslash-newline is
@@ -449,15 +492,21 @@ def _compile(toolchain: Toolchain, targets: tuple[str, ...], unit: Path, include
         compiled = _alias(unit, tmp / ".units")
         include_args = ["-iquote", str(unit.parent), *include_args]
         shown = {**shown, str(compiled): shown.get(str(unit), name)}
-    cmd = [*toolchain.command, "-x", "hip", *(f"--offload-arch={t}" for t in targets), "-fsyntax-only", STD, "-w",
+    if toolchain.codegen:  # the object is thrown away with the temporary folder
+        objects = tmp / ".objects"
+        objects.mkdir(exist_ok=True)
+        mode = ["-c", "-o", str(objects / f"{hashlib.sha256(os.fsencode(unit)).hexdigest()[:16]}.o")]
+    else:
+        mode = ["-fsyntax-only"]
+    cmd = [*toolchain.command, "-x", "hip", *(f"--offload-arch={t}" for t in targets), *mode, STD, "-w",
            "-fno-color-diagnostics", *include_args, str(compiled)]
     try:
-        r = _run_compiler(cmd, toolchain.env, cwd=str(unit.parent), timeout=UNIT_TIMEOUT)
+        r = _run_compiler(cmd, toolchain.env, cwd=str(cwd), timeout=UNIT_TIMEOUT)
     except subprocess.TimeoutExpired:
         return UnitResult(name, False, [CompileError("", 0, 0, f"hipcc took more than {UNIT_TIMEOUT} s; stopped")])
     except OSError as exc:
         return UnitResult(name, False, [CompileError("", 0, 0, f"hipcc could not run ({exc.strerror})")])
-    errors = parse_errors(r.stderr + r.stdout, unit.parent, shown, tmp, causes, context)
+    errors = parse_errors(r.stderr + r.stdout, cwd, shown, tmp, causes, context)
     if r.returncode == 0:
         return UnitResult(name, True)
     if not errors:

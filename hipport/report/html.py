@@ -239,7 +239,8 @@ def _verify_section(report: AuditReport) -> str:
                f'all <span id="verify-units">{units}</span> compile<span id="verify-failed" hidden>0</span>')
     out = [f'<section id="verify"><h2>Does it build?</h2><p>The converted code (in a temporary copy: no file was '
            f'written), each translation unit compiled with hipcc ({_esc(version)}, <code>HIP_PLATFORM=amd</code>, '
-           f'syntax only) for {_esc(", ".join(result.targets))}: {verdict}.'
+           f'{"code generation" if result.codegen else "syntax only"}) for {_esc(", ".join(result.targets))}: '
+           f'{verdict}.'
            + "".join(f" {_esc(t)} skipped ({_esc(why)})." for t, why in result.skipped_targets.items()) + "</p>"]
     for note in result.notes:
         out.append(f'<p class="muted">Note: {_esc(note)}</p>')

@@ -56,7 +56,7 @@ def _verify(result: VerifyResult | None) -> dict | None:
     version = result.hip_version
     return {
         "compiler": {"name": "hipcc", "hip_version": f"{version[0]}.{version[1]}" if version else None,
-                     "platform": "amd"},
+                     "platform": "amd", "code_generation": result.codegen},
         "targets": list(result.targets),
         "skipped_targets": dict(result.skipped_targets),
         "notes": list(result.notes),

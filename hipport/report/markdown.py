@@ -28,7 +28,8 @@ def _verify(result) -> list[str]:
     version = f"HIP {result.hip_version[0]}.{result.hip_version[1]}" if result.hip_version else "HIP"
     verdict = (f"**{len(failed)} of {_plural(units, 'translation unit')} do not compile**" if failed else
                f"all {_plural(units, 'translation unit')} compile" if units else "no translation unit to compile")
-    out = [f"**Does it build?** The converted code, compiled with hipcc ({version}, HIP_PLATFORM=amd, syntax only) "
+    mode = "code generation" if result.codegen else "syntax only"
+    out = [f"**Does it build?** The converted code, compiled with hipcc ({version}, HIP_PLATFORM=amd, {mode}) "
            f"for {_cell(', '.join(result.targets))}: {verdict}."]
     if failed:
         out.append("")

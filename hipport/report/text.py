@@ -78,7 +78,7 @@ def render_verify(console: Console, result: VerifyResult, *, verbose: bool, copy
     verdict = (f"[red]{len(failed)} of {units} do not compile[/red]" if failed else
                ("it compiles" if units == 1 else f"all {units} compile") if units else "no translation unit to compile")
     compiler = escape(result.compiler) if result.compiler else \
-        f"hipcc ({_version(result.hip_version)}, HIP_PLATFORM=amd)"
+        f"hipcc ({_version(result.hip_version)}, HIP_PLATFORM=amd{', code generation' if result.codegen else ''})"
     console.print(f"[bold]verify[/bold]: {units} translation unit{'s' if units != 1 else ''}, {compiler} "
                   f"for {targets}: {verdict}{escape(skipped)}", highlight=False, soft_wrap=True)
     for note in result.notes:
