@@ -185,12 +185,26 @@ def test_guard_macros_in_code_are_not_touched(conv):
     assert conv(src).after.decode() == src
 
 
-def test_newer_api_is_renamed_and_reported(conv):
+def test_a_name_the_release_lacks_is_never_written(conv):
+    """`hipSetValidDevices` is not in HIP 5.2's headers (rules/rocm/releases.toml, read from them): converted for
+    5.x the CUDA name stays, reported with the release that has it; for 6.2 it is renamed."""
     result = conv("cudaSetValidDevices(d, n);\n", rocm_version=(5, 1))
-    assert result.after == b"hipSetValidDevices(d, n);\n"
+    assert result.after == b"cudaSetValidDevices(d, n);\n"
     [finding] = result.findings
-    assert finding.rule_id == "needs-newer-rocm" and "needs ROCm 6.2.0 or newer (targeting 5.1)" in finding.message
+    assert finding.rule_id == "needs-newer-rocm"
+    assert "`hipSetValidDevices` is in ROCm 6.2 and later, not in 5.1" in finding.message
     assert conv("cudaSetValidDevices(d, n);\n", rocm_version=(6, 2)).findings == []
+    assert conv("cudaSetValidDevices(d, n);\n", rocm_version=(6, 2)).after == b"hipSetValidDevices(d, n);\n"
+
+
+def test_a_name_a_release_removed_is_never_written(rules):
+    """hipBLAS 3 (ROCm 7) has no `hipblasDatatype_t`: a rename table that still says so is not followed for 7.x."""
+    from hipport.convert.renames import _release_lacks
+
+    assert "is gone from ROCm 7.2 (its headers; last in 6.4)" in _release_lacks("hipblasDatatype_t", "cudaDataType",
+                                                                               (7, 2))
+    assert _release_lacks("hipblasDatatype_t", "cudaDataType", (6, 4)) is None
+    assert _release_lacks("hipMalloc", "cudaMalloc", (5, 2)) is None  # in every release: no claim needed
 
 
 def test_argument_splitting_across_lines_templates_and_lambdas(conv):

@@ -63,9 +63,12 @@ def code_of(path: Path) -> bytes:
 
 
 def library_of(rel: str) -> str | None:
+    """The library of a header path: its folder (`hipblas/hipblas.h`), a library's side folder
+    (`hipblas-common/hipblas-common.h`, which hipBLAS includes from 6.4 on), or a flat file's stem."""
     top = rel.split("/", 1)[0]
     if "/" not in rel:
-        top = top.rsplit(".", 1)[0].split("_", 1)[0].split("-", 1)[0]
+        top = top.rsplit(".", 1)[0].split("_", 1)[0]
+    top = top.split("-", 1)[0]
     if top == "thrust":
         return "rocthrust"
     return top if top in LIBRARIES else None

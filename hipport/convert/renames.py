@@ -84,6 +84,11 @@ def rename_identifiers(ctx: ConversionContext) -> None:
                 continue
             ctx.result.findings.append(_unsupported(ctx, rule, starts[i]))
         elif target != name:
+            lacks = None if f"shim:{target}" in ctx.once else _release_lacks(target, name, target_rocm)
+            if lacks is not None:
+                # Never write a name the targeted release lacks: the CUDA name stays where a person can see it.
+                ctx.finding("needs-newer-rocm", "warning", starts[i], lacks, subject=name)
+                continue
             ctx.convert(starts[i], ends[i], target.encode(), name, rule.family)
             added = rule.versions.get("roc_added" if family_roc and rule.roc else "hip_added")
             if added and parse_version(added)[:2] > target_rocm and not _installed_has(target, target_rocm) \
@@ -105,6 +110,25 @@ def _unsupported(ctx: ConversionContext, rule, offset: int) -> Finding:
         if rule.family in ctx.rules.family_notes:  # the HIP name is hipDNN's, which ROCm does not ship
             message = f"`{rule.cuda}` has no MIOpen equivalent ({rule.family}); port it by hand"
     return Finding(f"{what}-api", "warning", line, col, message, subject=rule.cuda)
+
+
+def _release_lacks(target: str, name: str, target_rocm: tuple) -> str | None:
+    """Why ``target`` cannot be written for ``target_rocm``, where the release data read from the real headers says
+    that release lacks it (rules/rocm/releases.toml); None where it has it or the data says nothing."""
+    from hipport.releases import release_data
+
+    data = release_data()
+    if data.has_name(target, target_rocm) is not False or _installed_has(target, target_rocm):
+        return None
+    v = lambda r: ".".join(map(str, r))  # noqa: E731
+    answered_by = data.data_release(target_rocm)
+    having = data.releases_with(target)
+    later = [r for r in having if r > answered_by]
+    if later:
+        return (f"`{target}` is in ROCm {v(later[0])} and later, not in {v(target_rocm)} (its headers): `{name}` "
+                f"left as it is; target ROCm {v(later[0])} or port it by hand")
+    return (f"`{target}` is gone from ROCm {v(target_rocm)} (its headers; last in {v(having[-1])}): `{name}` left "
+            f"as it is; port it by hand")
 
 
 def _installed_has(name: str, target_rocm: tuple) -> bool:
