@@ -66,6 +66,10 @@ class Environment:
     rocm_installed: str | None = None       # "5.2"
     rocm_source: str = ""                   # the hip_version.h read, or `hipconfig --version`
     hipcc: str | None = None                # path
+    hipcc_rocm: str | None = None           # "7.2": the ROCm release that hipcc compiles with
+    hipcc_rocm_source: str = ""             # "`hipcc --version`" or the hip_version.h read beside hipcc
+    warp_sync: str = ""                     # the `*_sync` warp built-ins there: "absent" | "opt-in" | "default"
+    warp_sync_macro: str = ""               # the macro that turns them on (opt-in) or off (default)
     platform: str | None = None             # "amd" | "nvidia"
     platform_why: str = ""
     compiler: str = ""                      # "clang 15.0.6 (/usr/bin)" or "nvcc 13.0"
@@ -303,9 +307,10 @@ SYSTEM_ROOT = Path("/")  # what `detect` looks at when given no root (tests poin
 
 
 def detect(root: Path | None = None, environ: Mapping[str, str] | None = None,
-           identity: Identity | None = None, full: bool = True) -> Environment:
+           identity: Identity | None = None, full: bool = True, hipcc: str | None = None) -> Environment:
     """Look at the machine (or the system mounted at ``root``) as ``environ`` and ``identity`` see it. ``full``
-    False skips what only a report needs (the compiler's version, hipify-perl): what `hipport init` uses."""
+    False skips what only a report needs (the compiler's version and release, hipify-perl): what `hipport init`
+    uses. ``hipcc``: the path of the hipcc to look at instead of the one on PATH (`doctor --hipcc`)."""
     root = Path(SYSTEM_ROOT if root is None else root)
     environ = dict(os.environ if environ is None else environ)
     real = str(root) == "/" and identity is None
@@ -322,7 +327,7 @@ def detect(root: Path | None = None, environ: Mapping[str, str] | None = None,
     env.debian = rocm.under(root, "/etc/debian_version").is_file()
 
     _detect_rocm(env, root, environ)
-    _detect_hipcc(env, root, environ, full)
+    _detect_hipcc(env, root, environ, full, hipcc)
     _detect_gpus(env, root, environ, who, real, names)
     if full:
         _detect_hipify_perl(env, root, environ)
@@ -344,12 +349,13 @@ def _detect_rocm(env: Environment, root: Path, environ: Mapping[str, str]) -> No
                                             "/usr; no hipconfig)", _install_fix(env), "compile"))
 
 
-def _detect_hipcc(env: Environment, root: Path, environ: Mapping[str, str], full: bool = True) -> None:
+def _detect_hipcc(env: Environment, root: Path, environ: Mapping[str, str], full: bool = True,
+                  given: str | None = None) -> None:
     env.nvcc = _which("nvcc", environ)
     cuda_nvcc = Path(environ.get("CUDA_PATH", "/usr/local/cuda")) / "bin" / "nvcc"
     if env.nvcc is None and rocm.under(root, cuda_nvcc).is_file():
         env.nvcc = str(cuda_nvcc)
-    hipcc = _which("hipcc", environ)
+    hipcc = given or _which("hipcc", environ)
     if hipcc is None:
         bundled = rocm.under(root, "/opt/rocm/bin/hipcc")
         if bundled.is_file():
@@ -366,18 +372,30 @@ def _detect_hipcc(env: Environment, root: Path, environ: Mapping[str, str], full
     env.hipcc = hipcc
     forced = environ.get("HIP_PLATFORM", "").strip().lower()
     platform = {"amd": "amd", "hcc": "amd", "nvidia": "nvidia", "nvcc": "nvidia"}.get(forced)
-    hipconfig = _which("hipconfig", environ) or str(Path(hipcc).with_name("hipconfig"))
+    # A hipcc named on the command line is asked through the hipconfig beside it only: the one on PATH may belong
+    # to another install.
+    beside = str(Path(hipcc).with_name("hipconfig"))
+    hipconfig = beside if given else (_which("hipconfig", environ) or beside)
     answer = _run([hipconfig, "--platform"], environ) if Path(hipconfig).is_file() else None
     said = answer[1].strip().lower() if answer and answer[0] == 0 else ""
+    version = None
+    told = ""
     if said in ("amd", "nvidia", "hcc", "nvcc"):
         platform = {"hcc": "amd", "nvcc": "nvidia"}.get(said, said)
-    elif platform is None:  # no hipconfig to ask: hipcc's own rule, from HIP's hipvars.pm
+    elif platform is None and full:  # no hipconfig to ask (a wrapper, such as rocm7-hipcc): what hipcc runs
+        version = _run([hipcc, "--version"], environ)
+        told = _compiler_of(version[1] if version else "")
+        if told:
+            platform = "nvidia" if told.startswith("nvcc") else "amd"
+    if platform is None:  # nothing to ask: hipcc's own rule, from HIP's hipvars.pm
         platform = "nvidia" if env.nvcc and not _which("clang++", environ) else "amd"
     env.platform = platform
     if forced:
         env.platform_why = f"HIP_PLATFORM={environ['HIP_PLATFORM']} is set"
     else:
-        asked = f"`hipconfig --platform` says {said}" if said else "no hipconfig to ask; hipcc's own rule"
+        asked = f"`hipconfig --platform` says {said}" if said else \
+            (f"no hipconfig to ask; `hipcc --version` names {told.split(' (')[0]}" if told else
+             "no hipconfig to ask; hipcc's own rule")
         if platform == "nvidia":
             env.platform_why = f"HIP_PLATFORM is not set and nvcc is installed ({env.nvcc or 'on PATH'}): {asked}"
         elif env.nvcc:
@@ -390,11 +408,46 @@ def _detect_hipcc(env: Environment, root: Path, environ: Mapping[str, str], full
         env.problems.append(Problem("hipcc", f"hipcc compiles for NVIDIA here: {env.platform_why}", fix, "compile"))
     if not full:
         return
-    version = _run([hipcc, "--version"], environ)
+    version = version or _run([hipcc, "--version"], environ)
     env.compiler = _compiler_of(version[1] if version else "")
+    amd_text = version[1] if version else ""
     if platform == "nvidia":
         amd = _run([hipcc, "--version"], {**environ, "HIP_PLATFORM": "amd"})
         env.amd_clang = _compiler_of(amd[1] if amd else "")
+        amd_text = amd[1] if amd else ""
+    _detect_hipcc_release(env, hipcc, amd_text)
+
+
+_HIP_VERSION = re.compile(r"HIP version:\s*(\d+)\.(\d+)")
+
+
+def _detect_hipcc_release(env: Environment, hipcc: str, version_text: str) -> None:
+    """The ROCm release hipcc compiles with, from `hipcc --version` (as HIP_PLATFORM=amd runs it), else from the
+    hip_version.h of the install hipcc belongs to (`bin/../include`); and what its `*_sync` warp built-ins need."""
+    m = _HIP_VERSION.search(version_text)
+    if m:
+        release, env.hipcc_rocm_source = (int(m.group(1)), int(m.group(2))), "`hipcc --version`"
+    else:
+        include = Path(os.path.realpath(hipcc)).parent.parent / "include"
+        found = rocm.find_installed([include], {"PATH": ""}) if (include / "hip" / "hip_version.h").is_file() \
+            else None
+        if found is None:
+            return
+        release, env.hipcc_rocm_source = found
+    env.hipcc_rocm = f"{release[0]}.{release[1]}"
+    env.warp_sync, env.warp_sync_macro = warp_sync_state(release)
+
+
+def warp_sync_state(release: tuple[int, int]) -> tuple[str, str]:
+    """("absent" | "opt-in" | "default", the macro that turns them on or off) of the `*_sync` warp built-ins in a
+    ROCm release: none before 6.2, behind HIP_ENABLE_WARP_SYNC_BUILTINS up to 6.4, on from 7.0 (the release data
+    read from the real headers; `rules/warp.toml` for where they start)."""
+    from hipport.releases import release_data
+    from hipport.semantic import load_semantic
+
+    if tuple(release) < tuple(load_semantic().sync_opt_in):
+        return "absent", ""
+    return release_data().sync_state(release)
 
 
 def _compiler_of(text: str) -> str:

@@ -355,6 +355,63 @@ def test_hipcc_in_opt_rocm_but_not_on_path(machine):
     assert problem["fix"] == "export PATH=/opt/rocm/bin:$PATH"
 
 
+# -- hipcc's ROCm release and its warp *_sync built-ins ---------------------------------------------------------------
+
+@pytest.mark.parametrize("hip, state, macro", [
+    ("5.7", "absent", ""),
+    ("6.1", "absent", ""),  # the *_sync forms arrived in 6.2
+    ("6.2", "opt-in", "HIP_ENABLE_WARP_SYNC_BUILTINS"),
+    ("6.4", "opt-in", "HIP_ENABLE_WARP_SYNC_BUILTINS"),  # still opt-in in 6.4.3 (checked on the real headers)
+    ("7.0", "default", "HIP_DISABLE_WARP_SYNC_BUILTINS"),
+    ("7.2", "default", "HIP_DISABLE_WARP_SYNC_BUILTINS"),
+])
+def test_hipcc_release_and_warp_sync_state(machine, hip, state, macro):
+    machine.rocm(hip)
+    data, r = machine.report()
+    assert r.returncode == 0, r.stderr
+    assert data["hipcc_rocm"] == hip and data["hipcc_rocm_source"] == "`hipcc --version`"
+    assert (data["warp_sync"], data["warp_sync_macro"]) == (state, macro)
+    r = machine.doctor("-v")
+    assert r.returncode == 0, r.stderr
+    expected = {"absent": f"none in ROCm {hip} (they arrived in 6.2)",
+                "opt-in": f"opt-in in ROCm {hip}: declared only with -D{macro}",
+                "default": f"on by default in ROCm {hip} (-D{macro} turns them off)"}[state]
+    assert expected in " ".join(r.stdout.split()), r.stdout
+
+
+def test_hipcc_release_from_the_header_beside_it(machine):
+    """A hipcc whose --version names no HIP release: the hip_version.h of its install (bin/../include)."""
+    machine.command("hipcc", 'print("clang version 19.0.0")\n')
+    (machine.bin.parent / "include" / "hip").mkdir(parents=True)
+    (machine.bin.parent / "include" / "hip" / "hip_version.h").write_text(
+        "#define HIP_VERSION_MAJOR 6\n#define HIP_VERSION_MINOR 4\n")
+    data, r = machine.report()
+    assert r.returncode == 0, r.stderr
+    assert data["hipcc_rocm"] == "6.4" and data["warp_sync"] == "opt-in"
+    assert data["hipcc_rocm_source"] == str(machine.bin.parent / "include" / "hip" / "hip_version.h")
+
+
+def test_hipcc_option_names_another_hipcc(machine, tmp_path):
+    """`--hipcc PATH`: a wrapper with no hipconfig beside it (as rocm7-hipcc), nvcc on PATH: its --version says it
+    runs clang, so it compiles for AMD; its release is told apart from the installed HIP, with a note."""
+    machine.rocm("5.7")
+    machine.command("nvcc", FAKES["nvcc"])
+    wrapper = tmp_path / "wrap" / "rocm7-hipcc"
+    wrapper.parent.mkdir()
+    wrapper.write_text(f"#!{sys.executable}\nprint('HIP version: 7.2.53211-9999\\nDebian clang version 22.1.8')\n")
+    wrapper.chmod(0o755)
+    data, r = machine.report("--hipcc", str(wrapper))
+    assert r.returncode == 0, r.stderr
+    assert data["hipcc"] == str(wrapper) and data["platform"] == "amd" and data["rocm_installed"] == "5.7"
+    assert "`hipcc --version` names clang 22.1.8" in data["platform_why"]
+    assert data["hipcc_rocm"] == "7.2" and data["warp_sync"] == "default"
+    (note,) = [p for p in data["problems"] if p["check"] == "target"]
+    assert f"{wrapper} compiles with ROCm 7.2" in note["message"] and "--rocm-version 7.2" in note["fix"]
+    assert f"--verify --hipcc {wrapper}" in data["verify"]
+    r = machine.doctor("--hipcc", str(tmp_path / "nowhere"))
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and "--hipcc" in r.stderr
+
+
 # -- hipify-perl and the target ------------------------------------------------------------------------------------
 
 def test_installed_hipify_perl_newer_than_the_tables(machine):
@@ -390,7 +447,8 @@ def test_help_documents_every_option():
     r = subprocess.run([sys.executable, "-m", "hipport", "doctor", "--help"], capture_output=True, text=True,
                        cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert r.returncode == 0, r.stderr
-    for option in ("--json", "--require-gpu", "--require-hipcc", "--root", "--config", "--verbose", "--help"):
+    for option in ("--json", "--require-gpu", "--require-hipcc", "--root", "--hipcc", "--config", "--verbose",
+                   "--help"):
         assert option in r.stdout, option
     assert "Exit status" in r.stdout and "HIP_PLATFORM=amd" in r.stdout
 

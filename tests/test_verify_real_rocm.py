@@ -2,10 +2,12 @@
 compiled with code generation for the targets named, so what only code generation sees (a kernel's `__shared__`
 memory over the target's LDS) fails the run; the settings' `defines` reach hipcc; and a header beside an audited
 file outside /tmp is found although the compiler runs in a chroot that sees /tmp and the top folder of its working
-directory only. Without the compiler each test skips with its reason, and fails under CI=true."""
+directory only; `doctor --hipcc` tells each wrapper's ROCm release and its `*_sync` built-ins. Without the compiler
+each test skips with its reason, and fails under CI=true."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -13,6 +15,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+import pytest
 from hipcc import real_hipcc
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -91,3 +94,14 @@ def test_audit_verify_defines_and_a_header_beside_a_file_outside_tmp():
         assert 'error: "the AMD build defines USE_SCALE"' in r.stdout
     finally:
         shutil.rmtree(top, ignore_errors=True)
+
+
+@pytest.mark.parametrize("release, state", [("7.2", "default"), ("6.4", "opt-in")])
+def test_doctor_names_the_wrappers_release_and_warp_sync_state(release, state):
+    exe = real_hipcc(release)
+    r = hipport("doctor", "--hipcc", exe, "--json")
+    assert r.returncode == 0, r.stderr
+    data = json.loads(r.stdout)
+    assert data["hipcc"] == exe and data["platform"] == "amd"
+    assert data["hipcc_rocm"] == release and data["hipcc_rocm_source"] == "`hipcc --version`"
+    assert data["warp_sync"] == state

@@ -50,6 +50,13 @@ def _target_notes(env: Environment, target: dict) -> list[Problem]:
                                        f"{env.rocm_installed} is installed: hipcc here rejects the newer forms",
                              f"compile with ROCm {target['rocm']}, or set rocm-version = \"{env.rocm_installed}\" in "
                              f".hipport.toml", "compile"))
+    if wanted and env.hipcc_rocm and env.hipcc_rocm != env.rocm_installed and \
+            wanted != parse_rocm_version(env.hipcc_rocm):
+        notes.append(Problem("target", f"hipport targets ROCm {target['rocm']} ({target['rocm_from']}) but "
+                                       f"{env.hipcc} compiles with ROCm {env.hipcc_rocm}: code converted for one "
+                                       f"release may not build with the other",
+                             f"convert and audit with --rocm-version {env.hipcc_rocm} for this hipcc, or set "
+                             f"rocm-version = \"{env.hipcc_rocm}\" in .hipport.toml", "compile"))
     missing = sorted({g.name for g in env.gpus} - {a.split(":")[0] for a in target["offload_arch"]})
     if missing:
         notes.append(Problem("target", f"this machine's GPU {', '.join(missing)} is not among the targets "
@@ -93,6 +100,9 @@ def _rows(env: Environment, target: dict, hazards: int) -> list[tuple[str, str]]
         if env.amd_clang:
             compiler += f"; with HIP_PLATFORM=amd: {env.amd_clang}"
         rows += [("hipcc", env.hipcc), ("platform", f"{env.platform} ({env.platform_why})"), ("compiler", compiler)]
+        if env.hipcc_rocm:
+            rows += [("hipcc's ROCm", f"{env.hipcc_rocm} (from {env.hipcc_rocm_source})"),
+                     ("warp *_sync", _warp_sync_text(env))]
     else:
         rows.append(("hipcc", "not found"))
     rows.append(("GPUs", _gpu_text(env)))
@@ -117,8 +127,21 @@ def _rows(env: Environment, target: dict, hazards: int) -> list[tuple[str, str]]
     return rows
 
 
-def _verify_use(env: Environment, config) -> str:
-    """What `convert --verify` / `audit --verify` would compile with, from the settings or PATH (nothing is run)."""
+_SYNC_TEXT = {
+    "absent": "none in ROCm {rocm} (they arrived in 6.2): hipport writes the mask-free forms for it",
+    "opt-in": "opt-in in ROCm {rocm}: declared only with -D{macro}",
+    "default": "on by default in ROCm {rocm} (-D{macro} turns them off)",
+}
+
+
+def _warp_sync_text(env: Environment) -> str:
+    """Whether `__shfl_down_sync` and the other `*_sync` warp built-ins are there with the hipcc found."""
+    return _SYNC_TEXT[env.warp_sync].format(rocm=env.hipcc_rocm, macro=env.warp_sync_macro)
+
+
+def _verify_use(env: Environment, config, given: str | None = None) -> str:
+    """What `convert --verify` / `audit --verify` would compile with, from the settings or PATH (nothing is run);
+    ``given``: the hipcc `doctor --hipcc` looked at."""
     import os
     import shutil
 
@@ -139,6 +162,9 @@ def _verify_use(env: Environment, config) -> str:
                 "the `verify-hip-include` setting; syntax only)")
     if choice["hipcc"]:
         return f"{choice['hipcc']} (the `verify-hipcc` setting)"
+    if given:
+        shown = f"; ROCm {env.hipcc_rocm}" if env.hipcc_rocm else ""
+        return f"{env.hipcc} when given as `--verify --hipcc {given}`{shown} (else the hipcc on PATH)"
     if env.hipcc:
         return f"{env.hipcc} on PATH" + (f" (HIP {env.rocm_installed})" if env.rocm_installed else "")
     return ("nothing: no hipcc on PATH; without ROCm give `--verify --hip-include ROCM/include --clang clang++` "
@@ -200,17 +226,22 @@ def _print(env: Environment, target: dict, hazards: int, problems: list[Problem]
               default="/", show_default=True,
               help="Read /sys, /dev, /proc, /etc, /opt/rocm and /usr/include under DIR instead of / (a mounted "
                    "system image; the tests' fake machines). Commands still come from PATH.")
+@click.option("--hipcc", "hipcc", metavar="PATH",
+              help="Look at this hipcc instead of the one on PATH (a ROCm install's bin/hipcc, or a wrapper such as "
+                   "rocm7-hipcc): its ROCm release and whether the *_sync warp built-ins are on there.")
 @config_option
 @click.option("-v", "--verbose", is_flag=True, help="Every check, also on a machine with no ROCm at all.")
-def doctor(as_json, require_gpu, require_hipcc, root, config_path, verbose):
+def doctor(as_json, require_gpu, require_hipcc, root, hipcc, config_path, verbose):
     """Report what this machine offers for porting, compiling and running HIP code.
 
     \b
     Checks, each problem with its fix in one line:
       hipport       version and rule data (HIPIFY tables, audit rules)
       ROCm / HIP    the installed release (hip/hip_version.h, hipconfig) and what hipport targets
-      hipcc         found on PATH, the platform it compiles for (amd/nvidia) and why: with nvcc
-                    installed, hipcc compiles for NVIDIA unless HIP_PLATFORM=amd
+      hipcc         found on PATH (or --hipcc), the platform it compiles for (amd/nvidia) and why: with
+                    nvcc installed, hipcc compiles for NVIDIA unless HIP_PLATFORM=amd; the ROCm release it
+                    compiles with, and whether the *_sync warp built-ins are there (none before 6.2,
+                    opt-in with HIP_ENABLE_WARP_SYNC_BUILTINS up to 6.4, on from 7.0)
       GPUs          from rocminfo or /sys/class/kfd, with their wavefront size (gfx9: 64, gfx10+: 32)
       devices       /dev/kfd and /dev/dri/renderD*, whether this user may open them, its groups,
                     and the flags a container needs
@@ -232,10 +263,18 @@ def doctor(as_json, require_gpu, require_hipcc, root, config_path, verbose):
         hazards = len(load_hazards())
     except HazardError as exc:
         fail(str(exc))
-    env = detect(root)
+    given = None
+    if hipcc is not None:
+        import os
+        import shutil
+
+        given = shutil.which(hipcc) if os.sep not in hipcc else (hipcc if os.access(hipcc, os.X_OK) else None)
+        if given is None or not os.path.isfile(given):
+            fail(f"--hipcc: {hipcc} is not an executable file; name ROCm's bin/hipcc (or a wrapper of it)")
+    env = detect(root, hipcc=given)
     target = _target(env, config)
     problems = env.problems + _target_notes(env, target)
-    verify = _verify_use(env, config)
+    verify = _verify_use(env, config, hipcc if given else None)
     unmet = []
     if require_gpu and not env.usable_gpu:
         unmet.append("--require-gpu: no usable AMD GPU")
