@@ -16,7 +16,8 @@ from hipport.files import SOURCE_SUFFIXES
 ROOT = Path(__file__).resolve().parents[1]
 README = docs.text()
 WORDS = {"Thirteen": 13, "Fourteen": 14, "Fifteen": 15, "Sixteen": 16, "Seventeen": 17, "Eighteen": 18,
-         "Nineteen": 19, "Twenty": 20}
+         "Nineteen": 19, "Twenty": 20, **{f"Twenty-{w}": 20 + n for n, w in enumerate(
+             ("one", "two", "three", "four", "five", "six", "seven", "eight", "nine"), 1)}}
 
 
 def _number(text: str) -> int:
