@@ -12,7 +12,7 @@ from typing import NamedTuple
 from hipport.rules import RuleError, _read_toml, builtin_rules_dir, load_cached
 
 # The newest release hipport knows: the default target when the user names none and no HIP is installed.
-NEWEST_ROCM = (7, 0)
+NEWEST_ROCM = (7, 2)
 # The GPUs both commands target when neither the command line nor the settings (`offload-arch`) name any:
 # MI200 and MI300 (wave64) and RDNA3 (wave32).
 DEFAULT_ARCHS = ("gfx90a", "gfx942", "gfx1100")

@@ -165,7 +165,7 @@ def test_no_rocm_says_so_in_a_few_lines_and_porting_works(machine):
     lines = r.stdout.splitlines()
     assert len(lines) <= 6, r.stdout
     assert "no ROCm on this machine" in lines[0]
-    assert "Porting works without them" in r.stdout and "ROCm 7.0" in r.stdout
+    assert "Porting works without them" in r.stdout and "ROCm 7.2" in r.stdout
     assert any(line.startswith("to compile: ") for line in lines), r.stdout
     assert any(line.startswith("to run on a GPU: ") for line in lines), r.stdout
     r = machine.doctor("--require-gpu")
@@ -180,7 +180,7 @@ def test_no_rocm_json(machine):
     assert data["schema"] == "hipport-doctor/1" and data["can_port"] is True
     assert data["rocm_installed"] is None and data["hipcc"] is None and data["gpus"] == []
     assert data["usable_gpu"] is False and data["can_compile"] is False
-    assert data["target"]["rocm"] == "7.0" and data["target"]["offload_arch"] == ["gfx90a", "gfx942", "gfx1100"]
+    assert data["target"]["rocm"] == "7.2" and data["target"]["offload_arch"] == ["gfx90a", "gfx942", "gfx1100"]
     assert data["rules"]["snapshot"] and data["audit_rules"] >= 16 and data["hipport_version"]
     checks = {p["check"]: p for p in data["problems"]}
     assert set(checks) == {"rocm", "devices"}
@@ -480,7 +480,7 @@ def test_init_targets_this_machines_rocm_and_gpus(machine, monkeypatch):
 def test_init_without_rocm_uses_the_defaults(machine, monkeypatch):
     result, settings, _ = _init(machine, monkeypatch)
     assert result.exit_code == 0, result.output
-    assert settings["rocm-version"] == "7.0" and settings["offload-arch"] == ["gfx90a", "gfx942", "gfx1100"]
+    assert settings["rocm-version"] == "7.2" and settings["offload-arch"] == ["gfx90a", "gfx942", "gfx1100"]
 
 
 def test_init_flags_win_over_detection(machine, monkeypatch):

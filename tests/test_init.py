@@ -95,7 +95,7 @@ def test_default_rocm_version_is_the_installed_hip_else_7_0(repo):
     r = hipport("init", cwd=repo)
     assert r.returncode == 0, r.stderr
     installed = detect_installed()
-    expected = ".".join(map(str, installed)) if installed else "7.0"
+    expected = ".".join(map(str, installed)) if installed else "7.2"
     assert tomllib.loads((repo / ".hipport.toml").read_text())["rocm-version"] == expected
 
 

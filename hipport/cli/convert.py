@@ -81,7 +81,7 @@ def _interruptible(command):
 @click.option("--rocm-version", metavar="X.Y",
               help="ROCm release the output must build with (warp built-in forms, \"needs ROCm\" warnings): "
                    f"{RELEASES_HELP}. Default: the project's `rocm-version` setting, else the installed HIP "
-                   "(hip/hip_version.h, hipconfig), else 7.0 (the newest hipport knows).")
+                   "(hip/hip_version.h, hipconfig), else 7.2 (the newest hipport knows).")
 @click.option("--launch-syntax", type=click.Choice(["cuda", "hip"]),
               help="`cuda` (default) keeps `k<<<g, b>>>(...)`, which HIP-Clang accepts; `hip` writes "
                    "`hipLaunchKernelGGL(k, dim3(g), dim3(b), shm, stream, ...)`.")

@@ -60,7 +60,7 @@ def precommit_text(repo: str | None, rev: str | None, sub: str = "") -> str:
 @click.command("init")
 @click.argument("root", required=False, default=".", type=click.Path(path_type=Path, file_okay=False, exists=True))
 @click.option("--rocm-version", metavar="X.Y", help="ROCm release to target (default: the installed HIP, found as "
-                                                     "`hipport doctor` finds it, else 7.0).")
+                                                     "`hipport doctor` finds it, else 7.2).")
 @click.option("--offload-arch", "archs", metavar="ARCH[,ARCH...]",
               help="GPU targets to write (default: this machine's AMD GPUs, found as `hipport doctor` finds them, "
                    f"else {','.join(DEFAULT_ARCHS)}).")
