@@ -79,7 +79,7 @@ def guard_redefinitions(ctx: ConversionContext) -> None:
         return
     guarded: set[int] = set()
     hip_names = rocm.installed_names()
-    defs = [d for d in defs if d.index not in ctx.claimed]  # guarded already (sync_builtins)
+    defs = [d for d in defs if d.index not in ctx.claimed]  # warp built-ins: sync_builtins guards them by release
     for d in defs:
         if d.device and not d.scope and (d.name in hip_names or d.name.startswith("operator")) \
                 and not _hip_guarded(ctx, d):

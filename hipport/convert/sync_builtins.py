@@ -36,9 +36,12 @@ def guard_sync_builtins(ctx: ConversionContext) -> None:
     present = {n for n in rules.sync_names | rules.dropped_names if n.encode() in src}
     if not present:
         return
+    ours = [d for d in definitions(ctx) if d.name in present and not d.scope] if b"(" in src else []
+    # A definition's name is not a call: `rewrite_calls` must not write its parameters as a call's arguments
+    # (`__shfl_down_sync(unsigned mask, float v, ...)` -> `__shfl_down(float v, ...)` for a 6.x target).
+    ctx.claimed.update(d.index for d in ours)
     if target < rules.sync_from and target < rules.dropped_from:
         return
-    ours = [d for d in definitions(ctx) if d.name in present and not d.scope] if b"(" in src else []
     # name -> the project's definitions kept for older releases only (guarded here, or already by the project)
     older: dict[str, list[Definition]] = {}
     if target >= rules.sync_from:
@@ -59,7 +62,6 @@ def _guard_definitions(ctx: ConversionContext, rules: WaveRules, ours: list) -> 
                         f"`{d.name}` is HIP's own from ROCm 7.0; this definition clashes with it there: put it behind "
                         f"`#if {rules.sync_guard}` by hand", subject=d.name)
             continue
-        ctx.claimed.add(d.index)
         older.setdefault(d.name, []).append(d)
         if runs and not ctx.src[runs[-1][-1].end:d.start].strip():
             runs[-1].append(d)

@@ -94,6 +94,8 @@ def _advice(where: str, edits, device: bool) -> str:
         return " (`const` is enough where it is only used at run time)"
     if device and where in ("template argument", "static_assert", "constexpr initialiser"):
         return f" ({_DEVICE_WIDTH}; or {_HOST_CHOICE})"
+    if where == "template argument":  # a signature (`enable_if`): a device function's may use rocPRIM's width
+        return f" ({_DEVICE_WIDTH}, also in a device function's signature; for a kernel's, {_HOST_CHOICE})"
     return f" ({_HOST_CHOICE})"
 
 
