@@ -142,3 +142,28 @@ def test_example_converted_for_7_2_builds_with_rocm_7_2(examples_72, unit):
 def test_example_converted_for_6_4_builds_with_rocm_6_4(examples_64, unit):
     r = examples_64[unit]
     assert r.returncode == 0, r.stderr[-3000:]
+
+
+def test_a_hip_file_written_for_rocm_6_is_brought_to_7_2(scratch):
+    """A `.hip` file in a folder, written for ROCm 6 (hipBLAS 2's `hipblasDatatype_t`, `HIPBLAS_R_32F` as the data
+    and the compute type): it builds with 6.4.3 and not with 7.2.4; `hipport convert --rocm-version 7.2 DIR`
+    rewrites it in place, and then it builds with 7.2.4 for gfx942 and gfx1100, and converting again changes
+    nothing."""
+    source = FIXTURES / "hip_input" / "gemm-rocm6.hip"
+    folder = scratch / "hip-input"
+    folder.mkdir()
+    work = folder / "gemm.hip"
+    shutil.copy(source, work)
+    assert real_compile(work, "6.4", ("gfx942",)).returncode == 0
+    before = real_compile(work, "7.2", ("gfx942",))
+    assert before.returncode != 0 and "hipblasDatatype_t" in before.stderr
+    r = subprocess.run([sys.executable, "-m", "hipport", "convert", "--rocm-version", "7.2", "--no-cache",
+                        str(folder)], capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    text = work.read_text()
+    assert "hipDataType t = HIP_R_32F;" in text and "HIPBLAS_COMPUTE_32F, HIPBLAS_GEMM_DEFAULT" in text
+    after = real_compile(work, "7.2", REAL_ARCHS)
+    assert after.returncode == 0, after.stderr[-3000:]
+    again = subprocess.run([sys.executable, "-m", "hipport", "convert", "--rocm-version", "7.2", "--check",
+                            "--no-cache", str(folder)], capture_output=True, text=True, cwd=ROOT)
+    assert again.returncode == 0, again.stderr
