@@ -200,3 +200,13 @@ def test_the_hip_version_asked_for_is_the_targeted_release(rules):
         assert f'hipGetProcAddress("hipInit", p, {version}, 0, nullptr)' in text
     text, findings = run(rules, src, ConvertOptions(rocm_version=(7, 1)))
     assert 'hipGetDriverEntryPoint("hipInit", p, 0, nullptr)' in text and not findings
+
+
+def test_a_lookup_flag_other_than_the_default_is_hip_s_from_7_1_and_reported_before(rules):
+    src = ('#include <cuda_runtime.h>\nint f(void **p) {\n'
+           '  return cudaGetDriverEntryPoint("cuInit", p, cudaEnablePerThreadDefaultStream, nullptr);\n}\n')
+    text, findings = run(rules, src, ConvertOptions(rocm_version=(7, 2)))
+    assert 'hipGetDriverEntryPoint("hipInit", p, hipEnablePerThreadDefaultStream, nullptr)' in text and not findings
+    text, findings = run(rules, src, ConvertOptions(rocm_version=(6, 4)))
+    assert 'hipGetProcAddress("hipInit", p, 604, cudaEnablePerThreadDefaultStream, nullptr)' in text
+    assert ("call-rewrite-note", 3) in findings and ("unsupported-api", 3) in findings
