@@ -15,6 +15,7 @@ import re
 from hipport import directives as dirs
 from hipport.convert.calls import matching_close, next_code, prev_code, template_close
 from hipport.convert.context import ConversionContext, break_before, token_at, top_of_file
+from hipport.convert.quick import wake_on
 from hipport.scan import COMMENT, IDENT, KEYWORD
 from hipport.wavefront import WaveRules, load_wave_rules
 
@@ -28,6 +29,10 @@ _NOT_A_TYPE = {b"return", b"case", b"new", b"delete", b"else", b"do", b"throw", 
 _AFTER_BOUND = {b";", b"=", b"[", b",", b"{"}
 _TEMPLATE_STOP = {b";", b"{", b"}", b"(", b"[", b"&&", b"||", b"=", b"?", b"return", b":"}
 _AFTER_TEMPLATE = {b"(", b"::", b"{", b">", b"&", b"*", b"&&"}
+
+# HIP device code always has a `__` word (`__global__`, `__device__`), which wakes the engine already; a header of
+# templates whose only word of interest is `warpSize` needs this.
+wake_on(["warpSize"])
 
 
 def rewrite_wave_width(ctx: ConversionContext) -> None:
