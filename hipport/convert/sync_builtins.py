@@ -14,10 +14,12 @@
 
 from __future__ import annotations
 
+import re
+
 from hipport import directives as dirs
 from hipport.convert.calls import call_args
 from hipport.convert.callsites import _mask_kind
-from hipport.convert.context import ConversionContext
+from hipport.convert.context import ConversionContext, token_at
 from hipport.convert.redefinitions import Definition, definitions
 from hipport.model import Conversion
 from hipport.scan import IDENT
@@ -25,8 +27,7 @@ from hipport.wavefront import WaveRules, load_wave_rules
 
 CATEGORY = "guard"
 RULE = "sync-builtin-guarded"
-_OPENERS = {b"if", b"ifdef", b"ifndef"}
-_BRANCHES = {b"elif", b"else", b"elifdef", b"elifndef"}
+_WORD_BEFORE = re.compile(rb"\w[\s*&]*\Z")  # what ends the text before a declared name: a word, `*`, `&`
 
 
 def guard_sync_builtins(ctx: ConversionContext) -> None:
@@ -36,7 +37,11 @@ def guard_sync_builtins(ctx: ConversionContext) -> None:
     present = {n for n in rules.sync_names | rules.dropped_names if n.encode() in src}
     if not present:
         return
-    ours = [d for d in definitions(ctx) if d.name in present and not d.scope] if b"(" in src else []
+    # Most files only call them: the definitions are looked for where a word precedes a name (`void __syncwarp(`,
+    # `return __any_sync(` too), the only shape a definition can take.
+    names = re.compile(rb"\b(?:" + b"|".join(sorted(n.encode() for n in present)) + rb")\s*\(")
+    shaped = any(_WORD_BEFORE.search(src, max(0, m.start() - 64), m.start()) for m in names.finditer(src))
+    ours = [d for d in definitions(ctx) if d.name in present and not d.scope] if shaped else []
     # A definition's name is not a call: `rewrite_calls` must not write its parameters as a call's arguments
     # (`__shfl_down_sync(unsigned mask, float v, ...)` -> `__shfl_down(float v, ...)` for a 6.x target).
     ctx.claimed.update(d.index for d in ours)
@@ -116,9 +121,11 @@ def _calls(ctx: ConversionContext, rules: WaveRules, older: dict, defined: set, 
         names |= {n.encode() for n in rules.dropped_names if n not in defined or n in older}
     if not names:
         return
-    for i in range(len(tokens)):
-        if kinds[i] != IDENT or tokens.text(i) not in names or ctx.structure.in_directive[i] or ctx.skip[i] \
-                or i in ctx.claimed:
+    pattern = re.compile(rb"\b(?:" + b"|".join(sorted(names)) + rb")\b")
+    for m in pattern.finditer(ctx.src):
+        i = token_at(tokens, m.start())
+        if i is None or kinds[i] != IDENT or tokens.ends[i] != m.end() or ctx.structure.in_directive[i] \
+                or ctx.skip[i] or i in ctx.claimed:
             continue
         found = call_args(tokens, i)
         if found is None or not found[2] or found[2][0].first == found[2][0].last:

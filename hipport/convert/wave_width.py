@@ -23,6 +23,7 @@ CATEGORY = "wavefront"
 RULE = "wavefront-width"
 _DEVICE_WORDS = {b"__global__", b"__device__"}
 _INTEREST = re.compile(rb"__global__|__device__|[{};]")
+_WARPSIZE = re.compile(rb"\bwarpSize\b")
 # Words before `name[` that make it an expression, not a declaration (`return s[warpSize]`).
 _NOT_A_TYPE = {b"return", b"case", b"new", b"delete", b"else", b"do", b"throw", b"sizeof", b"goto", b"co_return",
                b"co_yield", b"alignof", b"decltype", b"typeid"}
@@ -88,19 +89,29 @@ def inside(bodies: list[tuple[int, int]], i: int) -> bool:
 # -- `warpSize` in constant expressions --------------------------------------------------------------------------
 
 
-def _warpsize(ctx: ConversionContext, bodies, spelling: str) -> bool:
+def warpsize_tokens(ctx: ConversionContext) -> list[int]:
+    """Indices of the `warpSize` identifiers outside directives, found by a regex (the file's tokens are many)."""
     tokens, kinds = ctx.tokens, ctx.tokens.kinds
+    out = []
+    for m in _WARPSIZE.finditer(ctx.src):
+        i = token_at(tokens, m.start())
+        if i is not None and kinds[i] == IDENT and tokens.ends[i] == m.end() and not ctx.structure.in_directive[i]:
+            out.append(i)
+    return out
+
+
+def _warpsize(ctx: ConversionContext, bodies, spelling: str) -> bool:
+    tokens = ctx.tokens
     first = None
-    for a, b in bodies:
-        for i in range(a + 1, b):
-            if kinds[i] != IDENT or tokens.text(i) != b"warpSize" or ctx.skip[i] or i in ctx.claimed:
-                continue
-            p = prev_code(tokens, i - 1)
-            if p >= 0 and tokens.text(p) in (b".", b"->", b"::") or constant_context(ctx, i) is None:
-                continue
-            ctx.claimed.add(i)
-            ctx.convert(tokens.starts[i], tokens.ends[i], spelling.encode(), "warpSize", CATEGORY)
-            first = i if first is None else first
+    for i in warpsize_tokens(ctx):
+        if not inside(bodies, i) or ctx.skip[i] or i in ctx.claimed:
+            continue
+        p = prev_code(tokens, i - 1)
+        if p >= 0 and tokens.text(p) in (b".", b"->", b"::") or constant_context(ctx, i) is None:
+            continue
+        ctx.claimed.add(i)
+        ctx.convert(tokens.starts[i], tokens.ends[i], spelling.encode(), "warpSize", CATEGORY)
+        first = i if first is None else first
     if first is not None:
         ctx.finding(RULE, "info", tokens.starts[first],
                     f"`warpSize` is no constant expression from ROCm 7.0: where device code needs one it is now "
@@ -113,12 +124,11 @@ def _declares_own(ctx: ConversionContext) -> bool:
     if "warpSize" in ctx.macro_values:
         return True
     tokens, kinds = ctx.tokens, ctx.tokens.kinds
-    for i in range(len(tokens)):
-        if kinds[i] == IDENT and tokens.text(i) == b"warpSize" and not ctx.structure.in_directive[i]:
-            p, q = prev_code(tokens, i - 1), next_code(tokens, i + 1)
-            if p >= 0 and kinds[p] in (IDENT, KEYWORD) and tokens.text(p) not in _NOT_A_TYPE \
-                    and q < len(tokens) and tokens.text(q) in (b"=", b";", b"{", b"(", b","):
-                return True
+    for i in warpsize_tokens(ctx):
+        p, q = prev_code(tokens, i - 1), next_code(tokens, i + 1)
+        if p >= 0 and kinds[p] in (IDENT, KEYWORD) and tokens.text(p) not in _NOT_A_TYPE \
+                and q < len(tokens) and tokens.text(q) in (b"=", b";", b"{", b"(", b","):
+            return True
     return False
 
 
