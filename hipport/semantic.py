@@ -91,6 +91,7 @@ class Semantic:
     legacy: dict = None        # library -> Legacy: a legacy API whose names are kept when only its header is included
     roc_keep_hip: dict = None  # CUDA header -> (families whose HIP names stay under --roc, why): rules/roc.toml
     forward: Forward = Forward()  # HIP names a ROCm release removed or changed: rules/forward.toml
+    mask_types: tuple = (frozenset(), frozenset(), frozenset())  # (wide, narrow, mask_calls) of rules/warp.toml
 
 
 def _table(path, data, key) -> dict:
@@ -376,7 +377,7 @@ def _parse(base: Path) -> Semantic:
         sync[n] = _str(warp_path, "sync", n, e.get("mask_free") if isinstance(e, dict) else None)
     wv = warp.get("versions", {})
     masks = warp.get("masks", {})
-    for key in ("full32", "full64"):
+    for key in ("full32", "full64", "wide_types", "narrow_types", "mask_calls"):
         if not isinstance(masks.get(key), list) or not all(isinstance(m, str) for m in masks[key]):
             raise RuleError(f"{warp_path}: `masks.{key}` must be a list of strings")
     return Semantic(
@@ -392,5 +393,6 @@ def _parse(base: Path) -> Semantic:
         legacy=_legacy(calls_path, calls),
         location=_location(calls_path, calls),
         roc_keep_hip=_roc_keep_hip(roc_path, _read_toml(roc_path)),
+        mask_types=tuple(frozenset(m.encode() for m in masks[k]) for k in ("wide_types", "narrow_types", "mask_calls")),
         forward=parse_forward(base / "forward.toml", _read_toml(base / "forward.toml")),
     )

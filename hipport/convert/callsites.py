@@ -311,6 +311,43 @@ def _mask_kind(conv: "ConversionContext", arg: Arg) -> str:
     return "other"
 
 
+_QUALIFIERS = {b"const", b"volatile", b"static", b"register", b"__shared__", b"constexpr", b"&", b"__restrict__"}
+
+
+def _declared_width(conv: "ConversionContext", arg: Arg) -> tuple[int | None, str]:
+    """(64 or 32 or None, the type word) of a mask argument that is one variable, from the nearest declaration of it
+    before the call: `uint64_t m = ...`, a parameter `unsigned long long m`, `auto m = __activemask()`."""
+    tokens = conv.tokens
+    if arg.last - arg.first != 1:
+        return None, ""
+    wide, narrow, mask_calls = conv.semantic.mask_types
+    name = tokens.text(arg.first)
+    n = len(tokens)
+    for k in range(arg.first - 1, max(0, arg.first - 4000), -1):
+        if tokens.text(k) != name or k + 1 >= n or tokens.text(k + 1) not in (b"=", b";", b",", b")", b"{", b"("):
+            continue
+        j = k - 1
+        while j >= 0 and tokens.text(j) in _QUALIFIERS:
+            j -= 1
+        if j < 0:
+            return None, ""
+        word = tokens.text(j)
+        if word == b"long":
+            return (64, "long") if j > 0 and tokens.text(j - 1) in (b"long", b"unsigned") else (None, "")
+        if word in wide:
+            return 64, word.decode()
+        if word == b"auto":
+            init = tokens.text(k + 2) if k + 2 < n and tokens.text(k + 1) == b"=" else b""
+            return (64, "auto") if init in mask_calls else (None, "")
+        if word in narrow:
+            unsigned = word == b"int" and j > 0 and tokens.text(j - 1) == b"unsigned"
+            return 32, "unsigned int" if unsigned else word.decode()
+        if word in (b"=", b"(", b",", b"return", b"+=", b"|=", b"&="):
+            continue  # a use of the name, not its declaration: look further back
+        return None, ""
+    return None, ""
+
+
 def _before_sync(conv: "ConversionContext", i: int, name: str) -> None:
     """`__activemask()` -> `__ballot(1)` for releases that have no `__activemask`."""
     found = call_args(conv.tokens, i)
@@ -357,9 +394,19 @@ def _warp_sync(conv: "ConversionContext", i: int, name: str) -> None:
     if kind == "full32":
         conv.convert(mask.start, mask.end, sem.full64_spelling.encode(), name, "warp")
     elif kind == "other":
+        width, declared = _declared_width(conv, mask)
+        if width == 64:
+            return  # a variable declared 64-bit (or `auto` from `__activemask()`): what HIP takes
+        arg = _arg_text(conv, mask).decode("latin-1")
+        if width == 32:
+            conv.finding("warp-sync-mask", "warning", mask.start,
+                         f"`{name}` takes a 64-bit mask on HIP, and `{arg}` is declared `{declared}` (32 bits), which "
+                         f"ROCm 7's `static_assert` rejects: declare it `unsigned long long` and give it the lanes of "
+                         f"a whole wavefront (`__activemask()`, a 64-bit ballot)", subject=name)
+            return
         conv.finding("warp-sync-mask", "warning", mask.start,
-                     f"`{name}` takes a 64-bit mask on HIP; make sure "
-                     f"`{_arg_text(conv, mask).decode('latin-1')}` is a 64-bit `unsigned long long`", subject=name)
+                     f"`{name}` takes a 64-bit mask on HIP; make sure `{arg}` is a 64-bit `unsigned long long`",
+                     subject=name)
 
 
 def _v(version: tuple) -> str:
