@@ -269,6 +269,71 @@ def collect_sources(paths: list[Path], exclude: tuple[str, ...] = (), follow_sym
     return sorted(chosen, key=lambda s: s.rel.as_posix())
 
 
+def tree_rest(paths: list[Path], sources: list[Source], follow_symlinks: bool = False) -> list[Source]:
+    """Every other file under the input directories (headers without a known extension, build files left alone,
+    data, scripts, excluded folders), with the name it takes under an output directory: what `convert -o` copies as
+    it is, so the output tree builds as the input did. `.git`-style folders are not; a symlink is kept a symlink
+    (``skip`` says why one is not: a FIFO or device)."""
+    taken = {s.rel.as_posix() for s in sources}
+    several = len(paths) > 1
+    rest: list[Source] = []
+    for root in paths:
+        if not root.is_dir():
+            continue
+        prefix = Path(os.path.basename(os.path.realpath(root))) if several else Path()
+        for dirpath, dirnames, filenames in os.walk(root, followlinks=follow_symlinks):
+            rel_dir = Path(dirpath).relative_to(root)
+            dirnames[:] = sorted(d for d in dirnames if d not in _SKIP_DIRS)
+            names = list(filenames)
+            if not follow_symlinks:  # a symlinked folder is not entered: it is copied as the link it is
+                names += [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]
+            for name in sorted(names):
+                rel = prefix / rel_dir / name
+                if rel.as_posix() in taken:
+                    continue
+                path = Path(dirpath) / name
+                skip = None
+                try:
+                    st = path.lstat()
+                    if not (stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode)):
+                        skip = f"{show(path)}: {_kind(st.st_mode)}; not copied"
+                except OSError as exc:
+                    skip = f"{show(path)}: cannot read ({exc.strerror}); not copied"
+                rest.append(Source(path, rel, skip))
+    return sorted(rest, key=lambda s: s.rel.as_posix())
+
+
+def copy_as_is(source: Source, target: Path, within: Path) -> None:
+    """Copy one file of the tree to ``target`` unconverted, atomically, with its permission bits (a symlink as a
+    symlink with the same target). Raises InputError (one line) where it cannot, never writing outside
+    ``within``."""
+    root = os.path.realpath(within)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if not _inside(os.path.realpath(target.parent), [root]):
+        raise InputError(f"{show(target)}: would be written outside the output directory (through a symlink); "
+                         "not written")
+    with critical():
+        if source.path.is_symlink():
+            link = os.readlink(source.path)
+            tmp = target.parent / f".{target.name[:120]}.{os.getpid()}.{os.urandom(4).hex()}{TEMP_SUFFIX}"
+            os.symlink(link, tmp)
+            os.replace(tmp, target)
+            return
+        import shutil
+
+        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name[:120]}.{os.getpid()}.",
+                                   suffix=TEMP_SUFFIX)
+        try:
+            with os.fdopen(fd, "wb") as out, open(source.path, "rb") as src:
+                shutil.copyfileobj(src, out, 1 << 20)
+            os.chmod(tmp, stat.S_IMODE(os.stat(source.path).st_mode))
+            os.replace(tmp, target)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+            raise
+
+
 def binary_reason(data: bytes) -> str | None:
     """Why ``data`` is not text hipport can convert, or None. Binary: a NUL byte in the first 8 KB and more than
     10 % control bytes there (a stray NUL in a comment is still text). UTF-16/32 byte-order marks are named."""
@@ -381,7 +446,7 @@ def check_outputs(outputs: Iterable[Output], inputs: Iterable[os.PathLike | str]
 def plan_output_dir(output_dir: Path, sources: list[Source], inputs: Iterable[Path]) -> None:
     """Check an output directory for a conversion run before anything is written (InputError when it cannot be
     used): it is not a file nor inside an input directory, and no output lands on an input, inside an input
-    tree, or on another output."""
+    tree, or on another output. ``sources``: the converted files and those copied as they are (`tree_rest`)."""
     inputs = list(inputs)
     if output_dir.exists() and not output_dir.is_dir():
         raise InputError(f"{output_dir}: --output-dir must be a directory, and this is a file")

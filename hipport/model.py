@@ -55,6 +55,12 @@ class FileResult:
     error: str | None = None
     changed_flag: bool | None = None  # set once the texts are released
     hip: bool = False  # the input was HIP code already: brought forward to the targeted release, not ported
+    # Why the file already builds for AMD (`#ifdef USE_HIP` at line 3, a compatibility header it includes, a `.hip`
+    # file, CMake's `enable_language(HIP)`), or "": such a file's other-platform code is left as it is.
+    hip_path: str = ""
+    # Why the file is the other platform's (only NVIDIA branches include it: ggml's `vendors/cuda.h`), or "": such a
+    # file is left as it is.
+    other_platform: str = ""
 
     @property
     def changed(self) -> bool:

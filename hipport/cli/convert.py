@@ -36,7 +36,16 @@ from hipport.convert.runner import (
     signals_handled,
 )
 from hipport.convert.summary import summarize
-from hipport.files import InputError, collect_sources, one_line, output_path, plan_output_dir, show
+from hipport.files import (
+    InputError,
+    collect_sources,
+    copy_as_is,
+    one_line,
+    output_path,
+    plan_output_dir,
+    show,
+    tree_rest,
+)
 from hipport.report.text import render_summary, render_verify
 from hipport.rocm import DEFAULT_ARCHS, VersionError, default_target_and_why, rocm_release
 from hipport.rules import RuleError, load_rules
@@ -220,9 +229,12 @@ def convert(paths, output_dir, diff_mode, check, to_stdout, roc, rocm_version, l
     launch_syntax = launch_syntax or config.get("launch-syntax", "cuda")
     if to_stdout and (len(sources) != 1 or not paths[0].is_file()):
         fail("--stdout takes exactly one source file")
+    rest = []
     if output_dir is not None:
+        # The rest of the tree goes to the output as it is (headers of other names, data, scripts): it must build.
+        rest = tree_rest(list(paths), sources, follow_symlinks)
         try:
-            plan_output_dir(output_dir, sources, paths)
+            plan_output_dir(output_dir, [*sources, *(r for r in rest if r.skip is None)], paths)
         except InputError as exc:
             fail(str(exc))
     write = "outdir" if output_dir is not None else ("none" if (diff_mode or check or to_stdout) else "inplace")
@@ -233,7 +245,7 @@ def convert(paths, output_dir, diff_mode, check, to_stdout, roc, rocm_version, l
     if suggestion_level and not apply_suggestions:
         fail("--suggestion-level only applies with --apply-suggestions")
     options = ConvertOptions(roc=roc, rocm_version=rocm, launch_syntax=launch_syntax, suggestions=suggestions,
-                             offload_arch=targets)
+                             offload_arch=targets, tree=_tree_facts(sources))
     post = None
     if suggestions is not None:
         from hipport.audit.suggest import (
@@ -285,6 +297,8 @@ def convert(paths, output_dir, diff_mode, check, to_stdout, roc, rocm_version, l
         probed = later.answer()
         targets = probed.targets
     summary = summarize(results)
+    if output_dir is not None:
+        _copy_rest(rest, sources, results, output_dir, summary)
     if toolchain is not None:
         summary.verify = verify_converted(toolchain, sources, results, write, output_dir,
                                  [*config.paths("include-dirs"), *include_dirs], jobs or default_jobs(), rocm,
@@ -321,6 +335,36 @@ def convert(paths, output_dir, diff_mode, check, to_stdout, roc, rocm_version, l
     sys.exit(EXIT_OK)
 
 
+
+
+def _copy_rest(rest, sources, results, output_dir, summary) -> None:
+    """-o: every file of the tree that was not converted goes to the output as it is (the rest of the tree, and
+    sources that could not be converted); one that cannot be copied is an error of the run (exit 3)."""
+    unconverted = [s for s, r in zip(sources, results) if r is not None and r.after is None and s.skip is None
+                   and s.path.is_file()]
+    for source in [*rest, *unconverted]:
+        if source.skip is not None:
+            continue
+        target = output_path(output_dir, source)
+        try:
+            copy_as_is(source, target, output_dir)
+        except InputError as exc:
+            summary.errors.append(str(exc))
+            summary.files_failed += 1
+        except OSError as exc:
+            summary.errors.append(f"{show(target)}: cannot copy ({exc.strerror}); not written")
+            summary.files_failed += 1
+
+
+def _tree_facts(sources):
+    """What the run's tree says of each file's platform: headers only the NVIDIA branches include, headers compiled
+    within a file that builds for AMD already, the GPU macros the tree defines itself (`platforms.tree_facts`)."""
+    from hipport.platforms import tree_facts
+    from hipport.semantic import load_semantic
+
+    sem = load_semantic()
+    interesting = frozenset(sem.device_pass) | frozenset(sem.guards) | frozenset(sem.version_macros)
+    return tree_facts([s.path for s in sources if s.skip is None and s.build is None], interesting)
 
 
 def verify_converted(toolchain, sources, results, write, output_dir, include_dirs, jobs, rocm, defines=()):

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from hipport import directives as dirs
 from hipport.convert.usernames import UserNames, macro_text_tokens
 from hipport.model import Conversion, Edit, FileResult, Finding
+from hipport.platforms import TreeFacts
 from hipport.rocm import DEFAULT_ARCHS, NEWEST_ROCM
 from hipport.rules import RuleSet
 from hipport.scan import COMMENT, IDENT, Lines, Tokens, lex
@@ -32,6 +33,9 @@ class ConvertOptions:
     # Audit rule ids whose suggested patches are applied after conversion (None: none; empty: every rule).
     suggestions: frozenset | None = None
     offload_arch: tuple = DEFAULT_ARCHS  # AMD GPU targets build files compile for (`--offload-arch=`)
+    # What the whole tree of the run says of each file's platform (`platforms.tree_facts`: headers only the NVIDIA
+    # branches include, headers compiled within a file that builds for AMD, GPU macros the tree defines), or None.
+    tree: TreeFacts | None = None
 
 
 class ConversionContext:
@@ -44,6 +48,7 @@ class ConversionContext:
         self.lines = Lines(src)
         self.structure = dirs.analyse(self.tokens, self.lines)
         self.edits: list[Edit] = []
+        self.edit_owners: list[int] = []    # per edit: the index of the conversion it belongs to (-1: none)
         self.result = FileResult(path, src, None)
         self.defines: set[str] = set()
         self.semantic = load_semantic()
@@ -53,6 +58,16 @@ class ConversionContext:
         self.macro_values: dict[str, str] = {}
         self.skip = self._tokens_to_skip()
         self._user_names: UserNames | None = None
+        self._platform = None
+
+    @property
+    def platform(self):
+        """What this file's `#if` branches are for and what its quoted headers define (`single_source.py`)."""
+        if self._platform is None:
+            from hipport.convert.single_source import FilePlatform  # here: single_source imports this module
+
+            self._platform = FilePlatform(self)
+        return self._platform
 
     @property
     def user_names(self) -> UserNames:
@@ -68,21 +83,25 @@ class ConversionContext:
     def convert(self, start: int, end: int, new: bytes, cuda: str, category: str) -> None:
         """An edit that counts as one converted reference in the summary."""
         self.edits.append(Edit(start, end, new))
+        self.edit_owners.append(len(self.result.conversions))
         self.result.conversions.append(
             Conversion(cuda, new.decode("utf-8", "replace"), category, self.lines.line_col(start)[0], start, end)
         )
 
     def edits_only(self, start: int, end: int, new: bytes) -> None:
-        """A further edit belonging to a conversion already counted."""
+        """A further edit belonging to a conversion already counted (the last one counted)."""
         self.edits.append(Edit(start, end, new))
+        self.edit_owners.append(len(self.result.conversions) - 1)
 
     def newline(self) -> bytes:
         i = self.src.find(b"\n")
         return b"\r\n" if i > 0 and self.src[i - 1] == 0x0D else b"\n"
 
     def _tokens_to_skip(self) -> bytearray:
-        """Tokens that are never renamed: header names, pragmas, diagnostics text, and macro parameters and
-        operands of `#`/`##` (with the arguments a macro of the file only stringizes or pastes)."""
+        """Tokens that are never renamed: header names, pragmas, diagnostics text, the name a `#define` or `#undef`
+        defines (`#define cudaMalloc hipMalloc` is the project's mapping, and HIP's own names are often macros:
+        `#define hipX hipX` would leave the AMD build without it), and macro parameters and operands of `#`/`##`
+        (with the arguments a macro of the file only stringizes or pastes)."""
         skip = bytearray(len(self.tokens))
         tokens = self.tokens
         for d in self.structure.directives:
@@ -94,6 +113,9 @@ class ConversionContext:
                 self.defines.add(macro)
                 body = b"".join(tokens.text(k) for k in range(d.first + 3, d.last) if tokens.kinds[k] != COMMENT)
                 self.macro_values[macro] = body.decode("latin-1")
+                skip[d.first + 2] = 1
+            elif d.name == b"undef" and d.first + 2 < d.last:
+                skip[d.first + 2] = 1
             skip[d.first + 1 if d.first + 1 < d.last else d.first] = 1  # the directive's own name
         for k in macro_text_tokens(tokens, self.structure):  # parameters, stringized and pasted operands
             skip[k] = 1

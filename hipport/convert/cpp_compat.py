@@ -44,6 +44,8 @@ def drop_register(ctx: ConversionContext) -> None:
             continue
         if tokens.kinds[i] == IDENT and ctx.structure.in_directive[i] and not _in_define_body(ctx, i):
             continue  # `#ifdef __grid_constant__`
+        if word == "register" and _binds_a_register(ctx, i):
+            continue  # `register float w __asm__("f24")`: the storage class is what binds it; C++17 allows it there
         start, end = m.start(), m.end()
         while end < len(src) and src[end] in b" \t":
             end += 1
@@ -56,6 +58,30 @@ def drop_register(ctx: ConversionContext) -> None:
         if words[word].get("report") and f"dropped:{word}" not in ctx.once:
             ctx.once.add(f"dropped:{word}")
             ctx.finding("dropped-word", "info", m.start(), f"`{word}` dropped: {words[word]['why']}", subject=word)
+
+
+_ASM = {b"asm", b"__asm__", b"__asm"}
+_DECLARATOR_ENDS = {b";", b"=", b",", b")", b"{", b"}"}
+
+
+def _binds_a_register(ctx: ConversionContext, i: int) -> bool:
+    """Whether the declaration `register` starts at token ``i`` names a hardware register (`asm("r0")` after the
+    declarator): GNU's explicit register variable, which inline assembly relies on and needs the word."""
+    tokens = ctx.tokens
+    depth = 0
+    for k in range(i + 1, min(len(tokens), i + 64)):
+        t = tokens.text(k)
+        if t in (b"(", b"["):
+            depth += 1
+        elif t in (b")", b"]"):
+            if depth == 0:
+                return False
+            depth -= 1
+        elif depth == 0 and t in _DECLARATOR_ENDS:
+            return False
+        elif t in _ASM:
+            return True
+    return False
 
 
 def _macro_names(ctx: ConversionContext) -> set:

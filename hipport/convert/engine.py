@@ -22,6 +22,7 @@ from hipport.convert.redefinitions import guard_redefinitions
 from hipport.convert.renames import rename_identifiers
 from hipport.convert.texture_objects import report_texture_integers
 from hipport.convert.shims import add_shims
+from hipport.convert.single_source import is_gpu_source, keep_to_amd
 from hipport.convert.sync_builtins import guard_sync_builtins
 from hipport.convert.wave_width import rewrite_wave_width
 from hipport.convert.wavefront_macro import rewrite_wavefront_macro
@@ -30,6 +31,10 @@ from hipport.rules import RuleSet
 
 
 def run_passes(ctx: ConversionContext) -> FileResult:
+    if not is_gpu_source(ctx):  # plain C/C++ with a corner for GPU compilers (a public header's `#ifdef __CUDACC__`)
+        ctx.result.after = ctx.src
+        ctx.result.hip_path = ctx.platform.own_hip_path  # its own tests only: not a header a GPU file includes
+        return ctx.result
     rewrite_conditions(ctx)
     rewrite_wave_width(ctx)
     rewrite_wavefront_macro(ctx)
@@ -49,7 +54,9 @@ def run_passes(ctx: ConversionContext) -> FileResult:
     rename_identifiers(ctx)
     rewrite_includes(ctx)
     insert_runtime_include(ctx)
+    keep_to_amd(ctx)  # last: nothing inside the other platform's branches, only what nvcc builds in shared code
     ctx.result.after = apply_edits(ctx.src, ctx.edits)
+    ctx.result.hip_path = ctx.platform.hip_path
     ctx.result.defines = ctx.defines
     return ctx.result
 
@@ -65,6 +72,10 @@ def convert_source(src: bytes, rules: RuleSet, options: ConvertOptions = Convert
         if result.after is not None:
             result.after = _BOM + result.after
         return result
+    if options.tree is not None:
+        other = options.tree.of(path)[0]
+        if other:  # only the other platform's branches include it (`#else #include "vendors/cuda.h"`)
+            return FileResult(path, src, src, other_platform=other)
     if not may_need_work(src, rules):
         return FileResult(path, src, src)
     return run_passes(ConversionContext(path, src, rules, options))

@@ -54,7 +54,8 @@ def rewrite_includes(ctx: ConversionContext) -> None:
                 _remove(ctx, d, rule.cuda)
                 continue
             ctx.convert(start, end, new_header, rule.cuda, "include")
-        if new_header == HIP_COOPERATIVE_GROUPS and not _runtime_before(seen, d.block):
+        if new_header == HIP_COOPERATIVE_GROUPS and not _runtime_before(seen, d.block) and \
+                not ctx.platform.includes_hip_runtime:  # a header the file includes with quotes has it
             # HIP 5.x's cooperative-groups header is not self-contained (it uses hipBlockDim_z & co. undeclared):
             # the runtime header goes first; a runtime include further down the same block then repeats it.
             ctx.convert(d.start, d.start, b"#include <hip/hip_runtime.h>" + ctx.newline(), "(cooperative groups)",

@@ -1,5 +1,7 @@
 """Preprocessor conditions that test CUDA's own macros: header guards become HIP's, device-pass tests become
-`__HIP_DEVICE_COMPILE__`, and numeric version or architecture comparisons are reported, never rewritten."""
+`__HIP_DEVICE_COMPILE__`, and numeric version or architecture comparisons are reported, never rewritten. A macro
+the project defines itself for the AMD build (a compatibility header's `#define __CUDA_ARCH__ 1300`, in this file,
+the headers it includes with quotes, or elsewhere in the tree) is the project's: its tests stay as written."""
 
 from __future__ import annotations
 
@@ -25,6 +27,11 @@ def rewrite_conditions(conv: "ConversionContext") -> None:
             if tokens.kinds[k] != IDENT:
                 continue
             name = tokens.text(k).decode("latin-1")
+            if name not in sem.guards and name not in sem.device_pass and name not in sem.version_macros:
+                continue
+            if conv.platform.keeps_condition(name):
+                conv.claimed.add(k)
+                continue  # the project defines it for the AMD build: `#ifdef __CUDA_ARCH__` holds on both passes
             if name in sem.guards:
                 conv.claimed.add(k)
                 conv.convert(tokens.starts[k], tokens.ends[k], sem.guards[name].encode(), name, "macro")

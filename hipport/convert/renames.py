@@ -75,8 +75,8 @@ def rename_identifiers(ctx: ConversionContext) -> None:
             continue
         if target is None and f"shim:{name}" in ctx.once:
             continue  # defined in the file by the stand-ins pass (`__vadd4`)
-        if target is None and name in ctx.defines:
-            continue  # the file defines it as a macro itself (a compat header's `#ifdef USE_ROCM` branch)
+        if target is None and (name in ctx.defines or ctx.platform.defines(name)):
+            continue  # the project defines it itself, here or in a header it includes (a compat header's `__vsub4`)
         if target is None:
             # Names from the device tables that are ordinary words (`saturate`, `umax`): only a call to one that
             # the file does not declare (declared ones are the user's, above) is worth reporting as unsupported.

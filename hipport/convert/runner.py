@@ -75,8 +75,10 @@ def convert_one(source: Source, rules: RuleSet, options: ConvertOptions,
     if source.build is not None and cache is not None:
         cached = cache.get(_cache_key(source, src, options.offload_arch))
     if cached is not None:
-        findings, unknown, defines = cached
+        findings, unknown, defines, *platform = cached
         result = FileResult(path, src, src, findings=findings, unknown=unknown, defines=defines)
+        if len(platform) == 2:  # why it builds for AMD already / is the other platform's (summary)
+            result.hip_path, result.other_platform = platform
         if source.build is None:
             result.hip = is_hip_input(result, src, rules)
         return result, st
@@ -99,7 +101,8 @@ def convert_one(source: Source, rules: RuleSet, options: ConvertOptions,
                                                  f"{str(exc)[:200]}); file left unchanged, please report it"), st
     if cache is not None and not result.changed:
         # Only files with nothing to change are remembered: a changed file is written now and is one next time.
-        cache.put(_cache_key(source, src, options.offload_arch if source.build else ()), (result.findings, result.unknown, result.defines))
+        cache.put(_cache_key(source, src, options.offload_arch if source.build else ()),
+                  (result.findings, result.unknown, result.defines, result.hip_path, result.other_platform))
     return result, st
 
 

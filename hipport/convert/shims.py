@@ -5,7 +5,8 @@ build with an older release, and each such file is a program the user must debug
 known to be right, it is written once into the file, before the top-level declaration that first needs it, under
 the guard of rules/shims.toml (false where HIP has the name, so the same output builds with newer releases) and
 under a `HIPPORT_SHIM_<name>` macro, so that a header and the file including it do not define it twice. A file
-that declares the name itself is left alone, which also makes a second run change nothing. A stand-in for a whole
+that declares the name itself, or includes (with quotes) a header that defines it, is left alone, which also makes
+a second run change nothing. A stand-in for a whole
 header (`include` in rules/shims.toml: `<cooperative_groups/reduce.h>`) takes the place of its include line
 instead (include_shim, from the include pass); the include is gone afterwards, so a second run finds nothing to do.
 """
@@ -43,8 +44,12 @@ def add_shims(ctx: ConversionContext) -> None:
         if ctx.options.roc and any(getattr(ctx.rules.names.get(c), "roc", None) for c in shim.cuda):
             continue  # --roc writes the ROC library's name (rocsparse_get_status_description), not this one
         uses, declared = _uses(ctx, {c.encode() for c in shim.cuda} | {name.encode()})
+        # A call on the other platform's branch (`#else return __dp4a(a, b, c);` of `#ifdef USE_HIP`) needs nothing.
+        uses = [i for i in uses if not ctx.platform.branches.in_other(ctx.tokens.starts[i])]
         if declared or not uses or f"HIPPORT_SHIM_{name}".encode() in ctx.src:
             continue
+        if any(ctx.platform.defines(n) for n in (name, *shim.cuda)):
+            continue  # the project's own (here or in a header it includes): a second definition would clash
         in_code = [i for i in uses if not ctx.structure.in_directive[i]]
         first = in_code[0] if in_code else uses[0]
         at = _insertion_point(ctx, first)
@@ -130,6 +135,28 @@ def _uses(ctx: ConversionContext, names: set) -> tuple[list[int], bool]:
         else:
             uses.append(i)
     return uses, declared
+
+
+def declares_itself(ctx: ConversionContext, name: str) -> bool:
+    """Whether the file declares or defines a function or macro ``name`` outside the other platform's branches."""
+    if name.encode() not in ctx.src:
+        return False
+    branches = ctx.platform.branches
+    tokens, structure = ctx.tokens, ctx.structure
+    word = name.encode()
+    for i in range(len(tokens)):
+        if tokens.kinds[i] != IDENT or tokens.text(i) != word or branches.in_other(tokens.starts[i]):
+            continue
+        if structure.in_directive[i]:
+            d = structure.directives[bisect.bisect_right([x.first for x in structure.directives], i) - 1]
+            if d.name == b"define" and _next_code(ctx, d.first + 1, d.last) is not None and \
+                    _next_code(ctx, _next_code(ctx, d.first + 1, d.last) + 1, d.last) == i:
+                return True
+            continue
+        j = _next_code(ctx, i + 1, len(tokens))
+        if j is not None and tokens.text(j) == b"(" and _declares(ctx, i):
+            return True
+    return False
 
 
 def _prev_code(ctx: ConversionContext, i: int) -> int | None:

@@ -38,6 +38,11 @@ class Summary:
     hip_changed: int = 0
     hip_conversions: Counter = field(default_factory=Counter)  # category -> references rewritten in HIP files
     hip_findings: int = 0
+    # Files that already build for AMD (a HIP path: `#if` on the HIP macros, a compatibility header, `.hip`, CMake's
+    # HIP language), the first of them and why; files only the other platform's branches include.
+    hip_path_files: int = 0
+    hip_path_first: tuple[str, str] | None = None
+    other_platform_files: int = 0
 
     @property
     def converted_total(self) -> int:
@@ -65,6 +70,14 @@ def summarize(results: list[FileResult]) -> Summary:
             continue
         if result.changed:
             summary.files_changed += 1
+        if result.hip_path:
+            summary.hip_path_files += 1
+            # The first file with a HIP path of its own, rather than one it has from a file including it.
+            if summary.hip_path_first is None or (summary.hip_path_first[1].startswith("included by")
+                                                  and not result.hip_path.startswith("included by")):
+                summary.hip_path_first = (result.path, result.hip_path)
+        if result.other_platform:
+            summary.other_platform_files += 1
         for conv in result.conversions:
             summary.conversions[conv.category] += 1
         if result.hip:

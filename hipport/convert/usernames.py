@@ -17,6 +17,8 @@ user's when
   - through a qualified name (`int Pool::cudaMalloc(...)`, `mylib::cudaFree(p)`, `using mylib::cudaFree;`),
     which tells that `Pool`/`mylib` has such a member even when its declaration is in another file;
   - as a variable of a built-in type (`int cudaMalloc = 0;`), visible in the block (or file) declaring it;
+* or it names a type the file defines itself: `struct __nv_fp8_e4m3 {` (another backend's stand-in),
+  `using cudaStream_t = hipStream_t;`, `typedef hipStream_t cudaStream_t;` (a compatibility header's alias);
 * or it is a name without a CUDA prefix that a rule knows (`saturate`, `umax`) or a CUDA-looking name that no
   rule knows (`cudaCheck`), and the file declares it anywhere (`static float saturate(float)`).
 
@@ -189,7 +191,14 @@ class UserNames:
         if (nxt == b"::" or prev == b"namespace") and self._is_cuda_scope(name):
             self._verdict[i] = False  # `cub::`, `using namespace cub;`, whatever the file calls `cub` otherwise
             return
-        if prev in (b"{", b",") and nxt in (b",", b"=", b"}"):
+        if (prev in _CLASS_KEYS and nxt in (b"{", b":")) or (prev == b"using" and nxt == b"=") or (
+                nxt == b";" and p >= 0 and tokens.kinds[p] in (IDENT, KEYWORD) and self._in_typedef(i)):
+            # `struct __nv_fp8_e4m3 {`, `using cudaStream_t = hipStream_t;`, `typedef hipStream_t cudaStream_t;`:
+            # a type the file defines itself (another backend's stand-in, a compatibility header's alias).
+            self._anywhere.add(name)
+            self._verdict[i] = True
+            self.declared.add(name)
+        elif prev in (b"{", b",") and nxt in (b",", b"=", b"}"):
             pending.append((i, name, _ENUMERATOR, nxt))  # an enumerator, if the braces are an enum's
         elif p >= 0 and nxt in _DECL_AFTER and (tokens.kinds[p] in (IDENT, KEYWORD) and prev not in _NOT_DECL_BEFORE
                                                 or prev in _POINTER):
@@ -286,6 +295,21 @@ class UserNames:
                     return close + 1
                 return name_at + 1
         return 0
+
+    def _in_typedef(self, i: int) -> bool:
+        """The statement holding token ``i`` starts with `typedef` (not one of a brace-enclosed body)."""
+        tokens = self.tokens
+        j = self._prev(i - 1)
+        for _ in range(_HEAD_LIMIT):
+            if j < 0:
+                return False
+            t = tokens.text(j)
+            if t in (b";", b"{", b"}"):
+                return False
+            if t == b"typedef":
+                return True
+            j = self._prev(j - 1)
+        return False
 
     def _starts_using(self, colons: int) -> bool:
         tokens = self.tokens

@@ -44,6 +44,8 @@ def render_summary(console: Console, summary: Summary, *, verbose: bool, action:
         left = f"{summary.hip_findings} finding{'s' if summary.hip_findings != 1 else ''} left for a person"
         console.print(f"  HIP input, brought forward (not ported): {files}, {changed}, {left}", highlight=False,
                       soft_wrap=True, markup=False)
+    if summary.hip_path_files or summary.other_platform_files:  # a project that keeps CUDA and builds for AMD too
+        console.print(f"  {hip_path_line(summary)}", highlight=False, soft_wrap=True, markup=False)
     if summary.findings:
         order = {"error": 0, "warning": 1, "info": 2}
         items = sorted(summary.findings.items(), key=lambda kv: (order.get(kv[0][0], 3), kv[0][1]))
@@ -59,6 +61,22 @@ def render_summary(console: Console, summary: Summary, *, verbose: bool, action:
         console.print(f"[red]error[/red]: {escape(error)}", highlight=False, soft_wrap=True)
     if summary.verify is not None:
         render_verify(console, summary.verify, verbose=verbose, copy=verify_copy)
+
+
+def hip_path_line(summary: Summary) -> str:
+    """One line: how many files already build for AMD (and the first, with why), and how many only the other
+    platform's branches include; what `convert` left alone in them."""
+    n, other = summary.hip_path_files, summary.other_platform_files
+    parts = []
+    if n:
+        first = summary.hip_path_first
+        where = f" (first: {one_line(first[0])}: {first[1]})" if first else ""
+        parts.append(f"{n} file{'s' if n != 1 else ''} with a HIP path{where}: their other-platform branches, and "
+                     "the code nvcc also builds, left as they are")
+    if other:
+        parts.append(f"{other} file{'s' if other != 1 else ''} only the other platform's branches include, "
+                     "left alone")
+    return "already builds for AMD: " + "; ".join(parts)
 
 
 def _categories(counts) -> str:

@@ -18,6 +18,7 @@ from hipport.convert.build.common import (
 from hipport.convert.build.make import convert_makefile
 from hipport.convert.build.rules import load_build_rules
 from hipport.convert.context import ConvertOptions
+from hipport.convert.single_source import hip_path_of_cmake
 from hipport.files import build_file_kind
 from hipport.model import FileResult
 
@@ -27,6 +28,10 @@ __all__ = ["CATEGORY", "DROPPED", "NOTE", "UNTRANSLATED", "convert_build_file", 
 def convert_build_text(src: bytes, kind: str, options: ConvertOptions = ConvertOptions(),
                        path: str = "<build file>") -> tuple[FileResult, set[str]]:
     """Convert a build file of ``kind`` ("make" or "cmake"); also returns the ids of the rules that acted."""
+    if kind == "cmake":
+        why = hip_path_of_cmake(src)
+        if why:  # the project's own HIP build (`enable_language(HIP)`): rewriting its CUDA side breaks NVIDIA's
+            return FileResult(path, src, src, hip_path=why), set()
     make_rules, cmake_rules = load_build_rules()
     ctx = BuildContext(path, src.decode("latin-1"), tuple(options.offload_arch), options.roc, make_rules)
     if kind == "make":

@@ -1,0 +1,246 @@
+"""Files of projects that keep CUDA as their main source and build for AMD from the same files.
+
+Such a project builds for AMD through a compatibility header (`#define cudaMalloc hipMalloc` under `USE_HIP`),
+`#if` branches on the HIP macros, or both; its NVIDIA build compiles the same files with nvcc. Converting it as if
+it were CUDA only breaks both builds: the `#else` branch's `<cuda_runtime.h>` is deleted, a compatibility
+`#define` becomes `#define hipX hipX`, the shared code turns into HIP that nvcc cannot build. Here, for one file:
+
+* `FilePlatform` says what the file's branches are for (`hipport/platforms.py`), what the headers it includes with
+  quotes define on the AMD path (its compatibility macros and functions), and whether the file already has a HIP
+  path (it tests the HIP macros, maps CUDA names onto HIP ones, or includes a header that does);
+* `is_gpu_source` tells a CUDA or HIP source from a plain C/C++ file that only keeps a corner for GPU compilers (a
+  public C header's `#ifdef __CUDACC__`), which is left alone;
+* `keep_to_amd` runs after the passes: it drops every edit, finding and unknown name inside a branch the AMD build
+  never compiles, and in a file with a HIP path keeps, in the code both builds compile, only the edits nvcc builds
+  as before (rules/platforms.toml `[shared_code]`); a CUDA name left there that the project does not map for AMD is
+  reported once (`single-source`), with the `#define` its compatibility header would need.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+from hipport import directives as dirs
+from hipport import platforms
+from hipport.convert.usernames import CUDA_PREFIX
+from hipport.model import Conversion, Finding
+from hipport.scan import COMMENT, IDENT, PUNCT
+
+if TYPE_CHECKING:
+    from hipport.convert.context import ConversionContext
+
+GPU_SUFFIXES = (".cu", ".cuh", ".hip")
+# Sources a host compiler builds; their CUDA or HIP content must show outside the GPU compilers' corners.
+HOST_SUFFIXES = (".c", ".h", ".cpp", ".cc", ".cxx", ".hpp", ".hh", ".hxx", ".inl", ".inc", ".ipp", ".tpp")
+_DEVICE_WORDS = re.compile(rb"\b__(?:global|device|shared|constant|host|managed|launch_bounds)__\b|<<<")
+_HIP_NAME = re.compile(rb"^(?:hip[A-Z_]|HIP_|__hip_|hipblas|hiprand|hipfft|hipsparse|hipsolver|hipcub|rocblas_|"
+                       rb"rocrand_|rocsparse_|rocprim|miopen)")
+FINDING = "single-source"
+_CONDITIONS = {b"if", b"ifdef", b"ifndef", b"elif", b"elifdef", b"elifndef"}
+
+
+class FilePlatform:
+    """What one file's branches are for, and what it and its quoted headers define on the AMD path."""
+
+    def __init__(self, ctx: ConversionContext) -> None:
+        self._ctx = ctx
+        self._declared: dict[str, bool] = {}
+        tokens = ctx.tokens
+        lines = []
+        for d in ctx.structure.directives:
+            text = b" ".join(tokens.text(k) for k in range(d.first + 2, d.last) if tokens.kinds[k] != COMMENT)
+            lines.append(platforms.Line(d.name.decode("latin-1"), text.decode("latin-1"), d.start, d.end))
+        basic = platforms.classify(lines)
+        own = platforms.own_facts(ctx.src, lines, basic, functions=False)
+        self.headers = platforms.file_facts(ctx.path, lines, basic)
+        tree = ctx.options.tree
+        self.other_file, inherited = tree.of(ctx.path) if tree is not None and ctx.path else ("", "")
+        first = basic.tests[0] if basic.tests else None
+        if first is not None:
+            why = f"`{first[1]}` at line {ctx.lines.line_col(first[0])[0]}"
+        elif own.maps:
+            why = "maps CUDA names onto HIP ones with `#define`"
+        elif self.headers.platform:
+            why = f"includes `{self.headers.platform}`, which builds it for AMD"
+        else:
+            why = inherited
+        self.own_hip_path = why if first is not None or own.maps else ""
+        # `.hip` files are compiled for AMD only: a HIP path, but no code nvcc builds.
+        self.hip_path = why or ("a `.hip` file" if ctx.path.endswith(".hip") else "")
+        self.single_source = bool(why) and not ctx.path.endswith(".hip")
+        known = self.headers
+        if self.single_source and tree is not None:
+            # Compiled with the tree's compatibility layer (through its -I folders, or within a file that has it).
+            known = known | platforms.HeaderFacts(tree.compat_macros, functions=tree.compat_functions)
+        self.model = None
+        if self.single_source:  # judged again as its AMD build sees CUDA's and the project's own macros
+            self.branches, own, self.model = platforms.classify_file(ctx.src, lines, known, single_source=True,
+                                                                     functions=False)
+        else:
+            self.branches = basic
+        # Names the project itself gives the AMD build: its macros here and in its quoted headers (functions: those
+        # of its headers; the file's own are found on its tokens, `declares`).
+        self.macros = own.macros | known.macros
+        self.functions = known.functions
+        # For tests of GPU macros: also those the tree defines anywhere on its AMD path (`__CUDA_ARCH__`).
+        self.condition_macros = self.macros | (tree.macros if tree is not None else frozenset())
+        self.includes_hip_runtime = self.headers.includes_hip_runtime
+
+    def keeps_condition(self, name: str) -> bool:
+        """A test of ``name`` stays as written: the project defines it for the AMD build (`__CUDA_ARCH__` in its
+        compatibility header), or the file builds for AMD already and its AMD build sees the name as it is
+        (`CUDART_VERSION` undefined there)."""
+        return name in self.condition_macros or (self.model is not None and self.model.get(name) is not None)
+
+    def defines(self, name: str) -> bool:
+        """The project defines ``name`` (macro or function) on the AMD path: here or in its quoted headers."""
+        return name in self.macros or name in self.functions or self._declares(name)
+
+    def _declares(self, name: str) -> bool:
+        found = self._declared.get(name)
+        if found is None:
+            from hipport.convert.shims import declares_itself  # here: shims imports the context
+
+            found = self._declared[name] = declares_itself(self._ctx, name)
+        return found
+
+
+def is_gpu_source(ctx: ConversionContext) -> bool:
+    """A CUDA or HIP source: a `.cu`/`.cuh`/`.hip` file (or one of unknown kind), or a host source with CUDA or HIP
+    outside the corners it keeps for GPU compilers (`#ifdef __CUDACC__`, the branches of a platform test): a CUDA or
+    HIP header, device code or a launch, a name of the rename tables or of HIP, that the file does not declare."""
+    path = ctx.path.lower()
+    if not path.endswith(HOST_SUFFIXES):
+        return True
+    branches = ctx.platform.branches
+    tokens = ctx.tokens
+    for d in ctx.structure.directives:
+        target = dirs.include_target(tokens, d)
+        if target is None or branches.in_corner(d.start):
+            continue
+        header = target[2].decode("latin-1")
+        if header in ctx.rules.headers or header.startswith(("hip/", "hipblas", "hiprand", "hipfft", "hipsparse",
+                                                              "hipsolver", "hipcub", "rocblas", "rocprim")):
+            return True
+    for m in _DEVICE_WORDS.finditer(ctx.src):
+        i = _token_at(ctx, m.start())
+        if i is not None and tokens.kinds[i] in (IDENT, PUNCT) and not branches.in_corner(m.start()):
+            return True
+    names = ctx.rules.names
+    users = ctx.user_names
+    bodies = _define_bodies(ctx)
+    for i in ctx.candidates:
+        start = tokens.starts[i]
+        if branches.in_corner(start) or ctx.skip[i] or (ctx.structure.in_directive[i] and i not in bodies):
+            continue  # a condition's `__CUDACC__` is no CUDA code
+        word = tokens.text(i)
+        name = word.decode("latin-1")
+        # C's math functions are in the device tables under their own names (`expf`): no CUDA by themselves.
+        cuda = name in names and CUDA_PREFIX.match(name) is not None
+        if (cuda or _HIP_NAME.match(word)) and not users.is_users(i):
+            return True
+    hip_words = re.finditer(rb"\b(?:hip|HIP_|roc)\w+", ctx.src)
+    for m in hip_words:
+        i = _token_at(ctx, m.start())
+        if i is not None and tokens.kinds[i] == IDENT and _HIP_NAME.match(m.group()) and \
+                not branches.in_corner(m.start()) and not ctx.structure.in_directive[i]:
+            return True
+    return False
+
+
+def _define_bodies(ctx: ConversionContext) -> set[int]:
+    """Token indices of the bodies of the file's `#define`s (code, unlike a condition's names)."""
+    out: set[int] = set()
+    for d in ctx.structure.directives:
+        if d.name == b"define":
+            out.update(range(d.first + 3, d.last))
+    return out
+
+
+def _token_at(ctx: ConversionContext, offset: int) -> int | None:
+    from hipport.convert.context import token_at
+
+    return token_at(ctx.tokens, offset)
+
+
+def keep_to_amd(ctx: ConversionContext) -> None:
+    """Drop what the passes did where it would harm the other platform (see the module's text)."""
+    plat = ctx.platform
+    branches = plat.branches
+    if not branches.other and not plat.single_source:
+        return
+    shared_ok = platforms.platform_data().shared_categories
+    conversions = ctx.result.conversions
+    kept_conv: list[bool] = []
+    for conv in conversions:
+        start, end = conv.start, conv.end
+        if start < 0:
+            kept_conv.append(True)
+            continue
+        if branches.in_other(start, end):
+            kept_conv.append(False)
+        elif plat.single_source and conv.category not in shared_ok and not branches.in_amd(start, end):
+            kept_conv.append(False)
+        elif plat.single_source and plat.defines(conv.cuda):
+            kept_conv.append(False)  # on the AMD branch too, a name the project maps itself stays its own
+        else:
+            kept_conv.append(True)
+    edits = []
+    for edit, owner in zip(ctx.edits, ctx.edit_owners):
+        if branches.in_other(edit.start, edit.end):
+            continue
+        if 0 <= owner < len(kept_conv) and not kept_conv[owner]:
+            continue
+        edits.append(edit)
+    ctx.edits[:] = edits
+    dropped = [c for c, keep in zip(conversions, kept_conv) if not keep and not branches.in_other(c.start, c.end)]
+    ctx.result.conversions = [c for c, keep in zip(conversions, kept_conv) if keep]
+    ctx.result.findings = [f for f in ctx.result.findings if not _in_other_line(ctx, f.line, f.col)]
+    ctx.result.unknown = [u for u in ctx.result.unknown if not _in_other_line(ctx, u[1], u[2])]
+    if plat.single_source:
+        _report_kept(ctx, dropped)
+
+
+def _in_other_line(ctx: ConversionContext, line: int, col: int) -> bool:
+    starts = ctx.lines.starts
+    if not 1 <= line <= len(starts):
+        return False
+    return ctx.platform.branches.in_other(starts[line - 1] + max(col, 1) - 1)
+
+
+def _report_kept(ctx: ConversionContext, dropped: list[Conversion]) -> None:
+    """One finding per CUDA name left in the code both builds compile, unless the project maps it for AMD itself
+    (then the AMD build resolves it through that macro, and nothing is missing)."""
+    plat = ctx.platform
+    seen: set[str] = set()
+    where = plat.hip_path
+    conditions = [(d.start, d.end) for d in ctx.structure.directives if d.name in _CONDITIONS]
+    for conv in dropped:
+        if conv.cuda in seen or conv.cuda.startswith("(") or any(a <= conv.start < b for a, b in conditions):
+            continue  # a condition is evaluated as written by the AMD build the project has
+        seen.add(conv.cuda)
+        if plat.defines(conv.cuda):
+            continue  # the project's compatibility layer maps it: the AMD build has it already
+        line = conv.line
+        if conv.category == "include":
+            message = (f"`{conv.cuda}` kept: this file builds for both platforms ({where}); the AMD build needs "
+                       f"`{conv.hip}` on its own branch (`#ifdef __HIP_PLATFORM_AMD__` ... `#else` ... `#endif`)")
+        elif re.fullmatch(r"[A-Za-z_]\w*", conv.hip or "") and re.fullmatch(r"[A-Za-z_]\w*", conv.cuda):
+            message = (f"`{conv.cuda}` kept: this file builds for both platforms ({where}), and `{conv.hip}` would "
+                       f"break its NVIDIA build; map it for AMD where the project does (`#define {conv.cuda} "
+                       f"{conv.hip}`)")
+        else:
+            message = (f"`{conv.cuda}` kept: this file builds for both platforms ({where}); its HIP form "
+                       f"(`{conv.hip}`) would break the NVIDIA build: give the AMD build its own branch")
+        ctx.result.findings.append(Finding(FINDING, "warning", line, 1, message, subject=conv.cuda))
+
+
+def hip_path_of_cmake(src: bytes) -> str:
+    """Why a CMake file already builds for AMD (`enable_language(HIP)`, `LANGUAGE HIP`, `project(... HIP)`), or ""."""
+    text = re.sub(rb"#[^\n]*", b"", src)
+    m = re.search(rb"\benable_language\s*\(\s*HIP\b|\bLANGUAGES?\s+(?:\w+\s+)*?HIP\b|\bproject\s*\([^)]*\bHIP\b",
+                  text, re.I)
+    if m is None:
+        return ""
+    return "`" + re.sub(rb"\s+", b" ", m.group()).decode("latin-1").strip() + "`"
