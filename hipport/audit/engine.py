@@ -23,7 +23,7 @@ from hipport.audit.checks import (
     warpsize,
     wave_width,
 )
-from hipport.audit.checks.common import wave_conditional_lines
+from hipport.audit.checks.common import Spans, wave_conditional_lines
 from hipport.audit.checks.context import Context
 from hipport.audit.hazards import load_all_rules, load_hazards
 from hipport.audit.options import AuditOptions
@@ -77,8 +77,8 @@ def _drop_tile32_ids(ctx: Context) -> None:
                and ctx.t(k + 2) == b"32" and ctx.t(k + 3) == b">" for k in range(a, b)):
             spans.append((ctx.lines.line_col(ctx.starts[a])[0], ctx.lines.line_col(ctx.starts[b])[0]))
     if spans:
-        ctx.findings = [f for f in ctx.findings if f.rule_id != "lane-math-32"
-                        or not any(a <= f.line <= b for a, b in spans)]
+        tiles = Spans(spans)
+        ctx.findings = [f for f in ctx.findings if f.rule_id != "lane-math-32" or not tiles.hold(f.line)]
 
 
 def _drop_masks_compat_drops(ctx: Context, path: str, options: AuditOptions) -> None:
@@ -94,8 +94,8 @@ def _drop_masks_compat_drops(ctx: Context, path: str, options: AuditOptions) -> 
         if ctx.text[i] in names and not ctx.in_directive[i] and ctx.is_call(i):
             close = ctx.match(ctx.next_code(i))
             spans.append((ctx.lines.line_col(ctx.starts[i]), ctx.lines.line_col(ctx.starts[max(close, i)])))
-    ctx.findings = [f for f in ctx.findings if f.rule_id not in _MASK_RULES
-                    or not any(a <= (f.line, f.col) <= b for a, b in spans)]
+    calls = Spans(spans)
+    ctx.findings = [f for f in ctx.findings if f.rule_id not in _MASK_RULES or not calls.hold((f.line, f.col))]
 
 
 def audit_source(src: bytes, path: str = "<stdin>", options: AuditOptions = AuditOptions(),
@@ -136,8 +136,8 @@ def audit_source(src: bytes, path: str = "<stdin>", options: AuditOptions = Audi
 
 
 def _with_conversion(ctx: Context, findings: list[Finding], converted: FileResult) -> list[Finding]:
-    spans = {cat: [(ctx.lines.line_col(c.start), ctx.lines.line_col(max(c.end - 1, c.start)))
-                   for c in converted.conversions if c.category == cat and c.start >= 0]
+    spans = {cat: Spans((ctx.lines.line_col(c.start), ctx.lines.line_col(max(c.end - 1, c.start)))
+                        for c in converted.conversions if c.category == cat and c.start >= 0)
              for cat in ("warp", "wavefront")}
     shimmed = {c.cuda for c in converted.conversions if c.category == "shim"}
     guarded = {c.cuda for c in converted.conversions if c.category == "guard"}
@@ -154,7 +154,6 @@ def _with_conversion(ctx: Context, findings: list[Finding], converted: FileResul
             return True
         if "guard" in rule.fixed_by_convert and f.subject in guarded:
             return True
-        return any(cat in rule.fixed_by_convert and any(a <= (f.line, f.col) <= b for a, b in spans[cat])
-                   for cat in spans)
+        return any(cat in rule.fixed_by_convert and spans[cat].hold((f.line, f.col)) for cat in spans)
 
     return [f for f in findings if not rewritten(f)] + list(converted.findings)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
@@ -92,6 +93,11 @@ def _width_names(ctx: Context, fn) -> set[bytes]:
 def summarise(ctx: Context, findings: list[Finding], label: str) -> dict[str, Helper]:
     """Device functions of ``ctx`` with a 32-lane finding in their body, by name (the first definition wins)."""
     out: dict[str, Helper] = {}
+    # The 32-lane findings by line (a stable sort: the file's order among those of one line), so that each
+    # function takes those inside it by a binary search rather than a pass over every finding.
+    lane = sorted((f for f in findings if f.rule_id in LANE_RULES and f.severity in ("warning", "error")),
+                  key=lambda f: f.line)
+    lane_lines = [f.line for f in lane]
     for fn in ctx.functions:
         if fn.name in out:
             continue
@@ -102,8 +108,7 @@ def summarise(ctx: Context, findings: list[Finding], label: str) -> dict[str, He
         if not fn.kernel:  # a kernel is launched, not called: only what it is passed matters
             first = ctx.lines.line_col(ctx.starts[fn.body[0]])[0]
             last = ctx.lines.line_col(ctx.starts[fn.body[1]])[0]
-            inside = [f for f in findings if f.rule_id in LANE_RULES and first <= f.line <= last
-                      and f.severity in ("warning", "error")]
+            inside = lane[bisect_left(lane_lines, first):bisect_right(lane_lines, last)]
             masks = _mask_params(ctx, fn)
         reads = fn.kernel and any(ctx.text[k] == b"warpSize" for k in range(fn.body[0], fn.body[1]))
         if not inside and not masks and not width_params and not width_tparams and not reads:
@@ -201,11 +206,12 @@ def report_calls(ctx: Context, helpers: dict[str, Helper], *, local: bool,
     wanted = {n.encode() for n in helpers}
     if not ctx.words & wanted:
         return
+    definitions = {fn.name_index for fn in ctx.functions}
     seen = set()
     for i in range(ctx.n):
         if ctx.kinds[i] != IDENT or ctx.text[i] not in wanted or ctx.in_directive[i]:
             continue
-        if ctx.t(ctx.prev_code(i)) in (b".", b"->", b"::") or any(fn.name_index == i for fn in ctx.functions):
+        if ctx.t(ctx.prev_code(i)) in (b".", b"->", b"::") or i in definitions:
             continue  # a member of something else, or the definition itself
         shape = _call_shape(ctx, i)
         if shape is None:
@@ -392,7 +398,7 @@ def _check_launch_config(ctx: Context, launch: int, helper: Helper, config) -> N
                    f"{helper.where}) works in warps of `warpSize`: on a 64-lane wavefront it gets half the warps "
                    f"it was sized for (size the launch from `hipDeviceAttributeWarpSize`)",
                    confidence="medium", subject=helper.name, severity="warning")
-        if line != here and not any(f.rule_id == _LAUNCH_RULE and f.line == line for f in ctx.findings):
+        if line != here and line not in ctx.finding_lines(_LAUNCH_RULE):
             ctx.report(_LAUNCH_RULE, lit, f"32 threads per warp here sizes the launch of `{helper.name}` "
                        f"(line {here}), which works in warps of `warpSize`: on a 64-lane wavefront it gets half "
                        f"the warps it was sized for", confidence="medium",
@@ -431,10 +437,13 @@ def _thirty_two(ctx: Context, first: int, last: int, at: int, *, lone: bool, hop
 
 def _dim3_decl(ctx: Context, name: bytes, before: int) -> int | None:
     """`dim3 name(...)` before ``before`` (a constructor call, which `find_decl` does not take for a declaration)."""
-    for k in range(before - 1, -1, -1):
-        if ctx.text[k] == name and ctx.t(ctx.prev_code(k)) == b"dim3" and ctx.t(ctx.next_code(k)) in (b"(", b"{"):
-            return k
-    return None
+    known = ctx.__dict__.setdefault("_dim3_decls", {})  # once a name: every launch of a file may use `block`
+    if name not in known:
+        known[name] = [k for k in ctx.positions(name)
+                       if ctx.t(ctx.prev_code(k)) == b"dim3" and ctx.t(ctx.next_code(k)) in (b"(", b"{")]
+    found = known[name]
+    k = bisect_left(found, before) - 1
+    return found[k] if k >= 0 else None
 
 
 def _initialiser(ctx: Context, decl: int) -> tuple[int, int] | None:

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from bisect import bisect_left
+
 from hipport.audit.checks.common import enclosing_open, split_template_args, statement_start, user_defined
 from hipport.audit.checks.context import COMMENT, IDENT, KEYWORD, LITERAL, Allocation, Context, Function
 
@@ -177,17 +179,19 @@ def _decl_of(ctx: Context, name: bytes, i: int, fn: Function | None) -> int | No
     """Where ``name``, used at ``i``, is declared: in the function (its parameters included), else at file
     scope (`extern __shared__ float s[];`, `__device__ float total;`)."""
     lo = fn.params[0] if fn else 0
-    text, kinds = ctx.text, ctx.kinds
-    for k in range(i - 1, lo - 1, -1):
-        if text[k] == name and kinds[k] == IDENT and _is_decl(ctx, k):
+    kinds = ctx.kinds
+    for k in reversed(ctx.positions_between(name, lo, i)):
+        if kinds[k] == IDENT and _is_decl(ctx, k):
             return k
     if fn is None:
         return None
-    for k in range(fn.name_index - 1, -1, -1):
-        if text[k] == name and kinds[k] == IDENT and ctx.function_at(k) is None \
-                and enclosing_open(ctx, k, b"(") < 0 and _is_decl(ctx, k):
-            return k
-    return None
+    known = ctx.__dict__.setdefault("_file_scope_decls", {})  # once a name: a global is used from every kernel
+    if name not in known:
+        known[name] = [k for k in ctx.positions(name) if kinds[k] == IDENT and ctx.function_at(k) is None
+                       and enclosing_open(ctx, k, b"(") < 0 and _is_decl(ctx, k)]
+    found = known[name]
+    k = bisect_left(found, fn.name_index) - 1
+    return found[k] if k >= 0 else None
 
 
 def _decl_words(ctx: Context, decl: int) -> list[bytes]:
@@ -278,8 +282,8 @@ def _param_space(ctx: Context, fn: Function, decl: int, depth: int) -> str | Non
     pos = fn.param_names.index(name)
     callee = ctx.text[fn.name_index]
     spaces = set()
-    for j in range(ctx.n):
-        if ctx.text[j] != callee or j == fn.name_index or not ctx.device[j] or not ctx.is_call(j):
+    for j in ctx.positions(callee):
+        if j == fn.name_index or not ctx.device[j] or not ctx.is_call(j):
             continue
         args = ctx.call_args(j)
         if not args or len(args) <= pos:
@@ -336,11 +340,20 @@ _ALIASED = {b"float", b"double"} | {t.encode() for t in _HALF_TYPES}
 def type_alias(ctx: Context, name: bytes) -> str | None:
     """`float`, `double` or a half type where this file says `#define name float`, `typedef __half name;` or
     `using name = float;`; else what an included header says (``ctx.header_aliases``)."""
+    known = ctx.__dict__.setdefault("_type_alias", {})  # asked at every atomic: once a name
+    if name not in known:
+        known[name] = _find_type_alias(ctx, name)
+    return known[name]
+
+
+def _find_type_alias(ctx: Context, name: bytes) -> str | None:
     body = ctx.macro_value(name)
     if body is not None:
         return ctx.text[body[0]].decode("latin-1") if len(body) == 1 and ctx.text[body[0]] in _ALIASED else None
-    for k in range(ctx.n - 2):
-        if ctx.text[k] != name or ctx.kinds[k] != IDENT or ctx.t(ctx.next_code(k)) not in (b";", b"="):
+    for k in ctx.positions(name):
+        if k >= ctx.n - 2:
+            break
+        if ctx.kinds[k] != IDENT or ctx.t(ctx.next_code(k)) not in (b";", b"="):
             continue
         p = ctx.prev_code(k)
         if ctx.t(p) in _ALIASED and ctx.t(ctx.prev_code(p)) == b"typedef":
@@ -424,8 +437,10 @@ def _instantiated_types(ctx: Context, name: bytes, params: list[str], param: str
     itself a parameter of the enclosing function template is followed once more."""
     pos = params.index(param)
     out: set[str] = set()
-    for j in range(ctx.n - 2):
-        if ctx.text[j] != name or ctx.kinds[j] != IDENT or ctx.t(ctx.next_code(j)) != b"<":
+    for j in ctx.positions(name):
+        if j >= ctx.n - 2:
+            break
+        if ctx.kinds[j] != IDENT or ctx.t(ctx.next_code(j)) != b"<":
             continue
         split = split_template_args(ctx, ctx.next_code(j))
         if split is None:
@@ -450,7 +465,7 @@ def _instantiated_types(ctx: Context, name: bytes, params: list[str], param: str
 
 
 def _file_scope(ctx: Context, decl: int) -> bool:
-    return ctx.function_at(decl) is None and not any(f.params[0] < decl < f.params[1] for f in ctx.functions)
+    return ctx.function_at(decl) is None and ctx.function_of_params(decl) is None
 
 
 def _where(alloc: Allocation | None, host_name: str) -> str:

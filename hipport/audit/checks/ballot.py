@@ -107,9 +107,8 @@ def _check_return_type(ctx: Context, i: int, name: str, reported: set[int]) -> N
     reported.add(fn.name_index)
     fname = ctx.text[fn.name_index].decode()
     # Another declaration of the function (a prototype) would then disagree with a patched definition.
-    declared_twice = any(m != fn.name_index and ctx.text[m] == ctx.text[fn.name_index]
-                         and ctx.t(ctx.next_code(m)) == b"(" and ctx.text[ctx.prev_code(m)] in
-                         {ctx.text[w] for w in words} for m in range(ctx.n))
+    declared_twice = any(m != fn.name_index and ctx.t(ctx.next_code(m)) == b"(" and ctx.text[ctx.prev_code(m)] in
+                         {ctx.text[w] for w in words} for m in ctx.positions(ctx.text[fn.name_index]))
     edits = [] if declared_twice else [ctx.edit(words[0], "unsigned long long", words[-1])]
     ctx.report(RULE, words[0], f"`{fname}` returns the 64-bit `{name}` result as "
                f"`{ctx.span_text(words[0], words[-1] + 1).decode()}`; lanes 32-63 are lost "

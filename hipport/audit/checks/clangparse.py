@@ -12,6 +12,7 @@ Only the extents the checks ask for are walked, since walking every cursor from 
 from __future__ import annotations
 
 import bisect
+import ctypes
 import re
 from dataclasses import dataclass, field
 
@@ -164,36 +165,64 @@ def parse(src: bytes, regions: list[tuple[int, int]], call_names: frozenset[str]
         return out
     starts = [r[0] for r in regions]
     ends = [r[1] for r in regions]
+    lib = ci.conf.lib
+    extent_of, range_start, range_end = lib.clang_getCursorExtent, lib.clang_getRangeStart, lib.clang_getRangeEnd
+    locate = lib.clang_getInstantiationLocation
+    offset, file_ = ctypes.c_uint(), ci.c_object_p()
+    offset_ref, file_ref = ctypes.byref(offset), ctypes.byref(file_)
+    file_names: dict[int, str] = {}
+    VAR, PARM, FIELD, CALL = (ci.CursorKind.VAR_DECL.value, ci.CursorKind.PARM_DECL.value,
+                              ci.CursorKind.FIELD_DECL.value, ci.CursorKind.CALL_EXPR.value)
+    TOP = ci.CursorKind.TRANSLATION_UNIT.value
+    failed: list[BaseException] = []
 
     def overlaps(cursor: ci.Cursor, top: bool) -> bool:
-        ext = cursor.extent
-        start = ext.start
-        # Below the top level everything of interest is spelled in the input (the stub only declares).
-        if top and (start.file is None or start.file.name != _NAME):
-            return False
-        s, e = start.offset, ext.end.offset
-        k = bisect.bisect_right(starts, e) - 1
+        ext = extent_of(cursor)
+        start = range_start(ext)
+        if top:
+            # Below the top level everything of interest is spelled in the input (the stub only declares).
+            locate(start, file_ref, None, None, offset_ref)
+            if not file_:
+                return False
+            key = ctypes.cast(file_, ctypes.c_void_p).value
+            if key not in file_names:
+                file_names[key] = ci.File(file_).name
+            if file_names[key] != _NAME:
+                return False
+        else:
+            locate(start, None, None, None, offset_ref)
+        s = offset.value
+        locate(range_end(ext), None, None, None, offset_ref)
+        k = bisect.bisect_right(starts, offset.value) - 1
         return k >= 0 and ends[k] >= s
 
-    VAR, PARM, FIELD, CALL = (ci.CursorKind.VAR_DECL, ci.CursorKind.PARM_DECL, ci.CursorKind.FIELD_DECL,
-                              ci.CursorKind.CALL_EXPR)
-
-    def visit(cursor: ci.Cursor, top: bool = False) -> None:
-        for child in cursor.get_children():
-            if not overlaps(child, top):
-                continue
-            kind = child.kind
-            if kind in (VAR, PARM, FIELD):
+    def visit(child: ci.Cursor, parent: ci.Cursor, _data) -> int:
+        # One walk of the tree in libclang (`CXChildVisit_Recurse`), each cursor seen in the order a recursion
+        # over `get_children` sees it; the subtrees outside the regions are skipped (`CXChildVisit_Continue`).
+        try:
+            if not overlaps(child, parent._kind_id == TOP):
+                return 1
+            kind = child._kind_id
+            if kind == VAR or kind == PARM or kind == FIELD:
+                child._tu = tu
                 out.decl_types[child.location.offset] = child.type.get_canonical().spelling
-            elif kind == CALL and child.spelling in call_names:
-                ref = child.referenced
-                params = []
-                if ref is not None and ref.kind in (ci.CursorKind.FUNCTION_DECL, ci.CursorKind.FUNCTION_TEMPLATE):
-                    params = [a.type.get_canonical().spelling for a in ref.get_arguments()]
-                args = [_written_type(a) for a in child.get_arguments()]
-                # The callee name is the first token of the call's extent for a plain call.
-                out.calls[child.extent.start.offset] = Call(child.spelling, args, params)
-            visit(child)
+            elif kind == CALL:
+                child._tu = tu
+                if child.spelling in call_names:
+                    ref = child.referenced
+                    params = []
+                    if ref is not None and ref.kind in (ci.CursorKind.FUNCTION_DECL,
+                                                        ci.CursorKind.FUNCTION_TEMPLATE):
+                        params = [a.type.get_canonical().spelling for a in ref.get_arguments()]
+                    args = [_written_type(a) for a in child.get_arguments()]
+                    # The callee name is the first token of the call's extent for a plain call.
+                    out.calls[child.extent.start.offset] = Call(child.spelling, args, params)
+            return 2
+        except BaseException as exc:  # noqa: BLE001 - raised again below, out of libclang's frames
+            failed.append(exc)
+            return 0
 
-    visit(tu.cursor, True)
+    lib.clang_visitChildren(tu.cursor, ci.callbacks["cursor_visit"](visit), None)
+    if failed:
+        raise failed[0]
     return out

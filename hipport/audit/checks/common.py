@@ -4,6 +4,8 @@ whether a token sits in a context where C++ demands a constant expression."""
 from __future__ import annotations
 
 import re
+from bisect import bisect_left, bisect_right
+from itertools import accumulate
 
 from hipport.audit.checks.context import (
     COMMENT,
@@ -347,11 +349,13 @@ def is_lane_like(ctx: Context, first: int, last: int, derived_lanes: set[bytes] 
 
 def outer_decl(ctx: Context, name: bytes, before: int) -> int | None:
     """The declaration of ``name`` outside every function body before ``before``: a class member or a global."""
-    for k in range(before - 1, -1, -1):
-        if ctx.text[k] == name and ctx.kinds[k] == IDENT and ctx.is_decl_name(k) and ctx.function_at(k) is None \
-                and not any(f.params[0] < k < f.params[1] for f in ctx.functions):
-            return k
-    return None
+    known = ctx.__dict__.setdefault("_outer_decls", {})  # once a name: it is looked up from every function
+    if name not in known:
+        known[name] = [k for k in ctx.declarations(name)
+                       if ctx.function_at(k) is None and ctx.function_of_params(k) is None]
+    found = known[name]
+    k = bisect_left(found, before) - 1
+    return found[k] if k >= 0 else None
 
 
 _WAVE_TEST = re.compile(rb"WAVE(?:FRONT)?_?(?:SIZE|32|64)|__GFX(?:8|9|1[0-2])__|\bWARP_?SIZE\s*[=!<>]=|"
@@ -405,14 +409,27 @@ def constexpr_as_const(ctx: Context, name: int) -> list | None:
     return edits
 
 
+class Spans:
+    """Closed ranges (first, last), of token indices, lines or (line, column) pairs, asked whether any holds a
+    value: of the ranges that start at or before it, the furthest end must reach it. One sort, then a binary
+    search a question, where a scan of every range for every finding grows with the square of the file."""
+
+    def __init__(self, spans) -> None:
+        spans = sorted(spans)
+        self.firsts = [a for a, _ in spans]
+        self.reach = list(accumulate((b for _, b in spans), max))
+
+    def __bool__(self) -> bool:
+        return bool(self.firsts)
+
+    def hold(self, value) -> bool:
+        k = bisect_right(self.firsts, value) - 1
+        return k >= 0 and self.reach[k] >= value
+
+
 def user_defined(ctx: Context, name: bytes) -> bool:
     """The file defines ``name`` itself (a function or a macro), so its calls are not HIP's built-in."""
-    if name in ctx.macros:
-        return True
-    for fn in ctx.functions:
-        if ctx.text[fn.name_index] == name:
-            return True
-    return False
+    return name in ctx.macros or name in ctx.function_names()
 
 
 __all__ = [n for n in dir() if not n.startswith("_")] + ["PUNCT", "IDENT", "KEYWORD", "LITERAL", "COMMENT"]

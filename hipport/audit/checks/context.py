@@ -4,6 +4,7 @@ object-like macros, kernel parameters and launches, allocations, and (on demand)
 from __future__ import annotations
 
 import re
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 
 from hipport import directives as dirs
@@ -90,6 +91,13 @@ class Context:
         self._parsed: clangparse.Parsed | None | bool = False
         self._allocs: dict[str, Allocation] | None = None
         self._launch_args: dict[str, dict[int, list[str]]] | None = None
+        # Indexes built on first use, so that a question about one name or token costs no pass over the file.
+        self._positions: dict[bytes, list[int]] | None = None
+        self._bodies: _Nest | None = None
+        self._param_lists: _Nest | None = None
+        self._function_names: frozenset[bytes] | None = None
+        self._finding_lines: dict[str, list] = {}
+        self._declarations: dict[bytes, list[int]] = {}
         # Type aliases (`typedef __half half_t;`) of the headers the file includes with quotes, set by the engine.
         self.header_aliases: dict[bytes, str] = {}
         # Warp-size constants of 32 (`#define WARP_SIZE 32`, `constexpr int kWarpSize = 32;`, an enumerator): this
@@ -232,10 +240,50 @@ class Context:
         return names
 
     def function_at(self, i: int) -> Function | None:
-        for fn in self.functions:
-            if fn.body[0] <= i <= fn.body[1]:
-                return fn
-        return None
+        """The first function (in file order) whose body, braces included, holds token ``i``."""
+        if self._bodies is None:
+            self._bodies = _Nest([(fn.body[0], fn.body[1], fn) for fn in self.functions])
+        return self._bodies.first_holding(i, strict=False)
+
+    def functions_holding(self, i: int) -> list[Function]:
+        """Every function whose body holds token ``i`` (a lambda's body is inside its function's), in file order."""
+        if self._bodies is None:
+            self._bodies = _Nest([(fn.body[0], fn.body[1], fn) for fn in self.functions])
+        return self._bodies.holding(i, strict=False)
+
+    def function_of_params(self, i: int) -> Function | None:
+        """The first function (in file order) whose parameter list holds token ``i`` strictly inside its
+        parentheses."""
+        if self._param_lists is None:
+            self._param_lists = _Nest([(fn.params[0], fn.params[1], fn) for fn in self.functions])
+        return self._param_lists.first_holding(i, strict=True)
+
+    def function_names(self) -> frozenset[bytes]:
+        """The names of the functions this file defines."""
+        if self._function_names is None:
+            self._function_names = frozenset(self.text[fn.name_index] for fn in self.functions)
+        return self._function_names
+
+    def positions(self, word: bytes) -> list[int]:
+        """Indices of the tokens spelled ``word`` (in directives too), in file order, for an identifier or keyword
+        (other tokens are not indexed)."""
+        if self._positions is None:
+            index: dict[bytes, list[int]] = {}
+            text, kinds = self.text, self.kinds
+            for i in range(self.n):
+                if kinds[i] == IDENT or kinds[i] == KEYWORD:
+                    found = index.get(text[i])
+                    if found is None:
+                        index[text[i]] = [i]
+                    else:
+                        found.append(i)
+            self._positions = index
+        return self._positions.get(word, _NONE)
+
+    def positions_between(self, word: bytes, first: int, last: int) -> list[int]:
+        """`positions(word)` in ``first`` <= index < ``last``."""
+        found = self.positions(word)
+        return found[bisect_left(found, first):bisect_left(found, last)]
 
     # -- helpers for checks ---------------------------------------------------------------------
     def next_code(self, i: int) -> int:
@@ -325,11 +373,19 @@ class Context:
         """Index of the token naming ``name`` where it is declared (`T name`, `T* name`), searching back from
         ``before`` to the start of ``scope`` (a function: its parameters are searched too)."""
         lo = scope[0] if scope else 0
-        text, kinds = self.text, self.kinds
-        for k in range(before - 1, lo - 1, -1):
-            if text[k] == name and kinds[k] == IDENT and self.is_decl_name(k):
-                return k
-        return None
+        found = self.declarations(name)
+        k = bisect_left(found, before) - 1
+        return found[k] if k >= 0 and found[k] >= lo else None
+
+    def declarations(self, name: bytes) -> list[int]:
+        """Indices of the identifier tokens spelled ``name`` that `is_decl_name` takes, in file order (made once a
+        name: a name used in every kernel is looked up from every kernel)."""
+        found = self._declarations.get(name)
+        if found is None:
+            kinds = self.kinds
+            found = self._declarations[name] = [k for k in self.positions(name)
+                                                if kinds[k] == IDENT and self.is_decl_name(k)]
+        return found
 
     def is_decl_name(self, k: int) -> bool:
         """`T name` / `T* name` / `T& name` followed by `=`, `;`, `,`, `)`, `[`, `{` or `:`."""
@@ -451,6 +507,17 @@ class Context:
         return None, ""
 
     # -- reporting ------------------------------------------------------------------------------
+    def finding_lines(self, rule_id: str) -> set[int]:
+        """The lines of ``rule_id``'s findings so far. Brought up to date from the findings added since the last
+        question, as a check may ask once per kernel; the caller adds a line only where it reports one."""
+        known = self._finding_lines.get(rule_id)
+        if known is None or known[0] is not self.findings or known[1] > len(self.findings):
+            known = self._finding_lines[rule_id] = [self.findings, 0, set()]
+        findings, seen, lines = known
+        lines.update(f.line for f in findings[seen:] if f.rule_id == rule_id)
+        known[1] = len(findings)
+        return lines
+
     def report(self, rule_id: str, at: int, message: str, *, confidence: str = "high", edits=(),
                subject: str = "", severity: str | None = None, offset: int | None = None) -> None:
         """``at`` is a token index (``offset`` overrides it with a byte offset)."""
@@ -465,6 +532,47 @@ class Context:
         if isinstance(new, str):
             new = new.encode()
         return Edit(self.starts[i], self.ends[j if j is not None else i], new)
+
+
+_NONE: list[int] = []
+
+
+class _Nest:
+    """Token ranges of matched brackets (each pair nested in another or apart), each with its item, answering
+    "which ranges hold token i" by a binary search and a walk out through the enclosing ranges."""
+
+    def __init__(self, ranges: list[tuple[int, int, object]]) -> None:
+        order = sorted(range(len(ranges)), key=lambda k: (ranges[k][0], -ranges[k][1], k))
+        self.firsts = [ranges[k][0] for k in order]
+        self.lasts = [ranges[k][1] for k in order]
+        self.items = [ranges[k][2] for k in order]
+        self.rank = order  # position of each range in the list given, which decides "first"
+        self.parent = [-1] * len(order)
+        stack: list[int] = []
+        for j in range(len(order)):
+            while stack and self.lasts[stack[-1]] < self.firsts[j]:
+                stack.pop()
+            self.parent[j] = stack[-1] if stack else -1
+            stack.append(j)
+
+    def _holding(self, i: int, strict: bool) -> list[int]:
+        j = (bisect_left(self.firsts, i) if strict else bisect_right(self.firsts, i)) - 1
+        out = []
+        while j >= 0:
+            if self.lasts[j] > i or (not strict and self.lasts[j] == i):
+                out.append(j)
+            j = self.parent[j]
+        return out
+
+    def holding(self, i: int, *, strict: bool) -> list:
+        """The items of the ranges holding ``i`` (``strict``: not at either bracket), in the order given."""
+        return [self.items[j] for j in sorted(self._holding(i, strict), key=self.rank.__getitem__)]
+
+    def first_holding(self, i: int, *, strict: bool):
+        found = self._holding(i, strict)
+        if not found:
+            return None
+        return self.items[min(found, key=self.rank.__getitem__)]
 
 
 _NOT_TYPES = frozenset({b"return", b"case", b"else", b"goto", b"throw", b"new", b"delete", b"sizeof", b"do"})

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from dataclasses import dataclass
 
 from hipport.audit.checks.common import (
@@ -163,13 +164,29 @@ def group_edits(ctx: Context, reduction: int) -> list | None:
     """Every edit that turns the 32-lane reduction at ``reduction`` and its ids into whole-wavefront ones, or
     None when one piece cannot be rewritten (an id through a named constant, an id without a patch of its own, an
     unrolled ladder): then none is, as each alone breaks the others (reductions.py)."""
+    candidates = id_candidates(ctx)
+    # Asked once per id of a reduction's group: answered once per reduction, for the ids known when asked.
+    known = getattr(ctx, "_group_edits", None)
+    if known is None or known[0] is not candidates:
+        by_fn: dict[int, list[int]] = {}
+        for k, c in enumerate(candidates):
+            if c.fn is not None:
+                by_fn.setdefault(c.fn.body[0], []).append(k)
+        known = ctx._group_edits = (candidates, by_fn, {})
+    if reduction not in known[2]:
+        known[2][reduction] = _group_edits(ctx, reduction, candidates, known[1])
+    return known[2][reduction]
+
+
+def _group_edits(ctx: Context, reduction: int, candidates: list[_Candidate], by_fn: dict[int, list[int]]) \
+        -> list | None:
     red = Reductions.of(ctx)
     fn = ctx.function_at(reduction)
     offset = red.offset_edit(reduction)
     if fn is None or offset is None or red.ids(fn).named:
         return None
     group = {f.body[0] for f in red.group(fn)}
-    ids = [c for c in id_candidates(ctx) if c.fn is not None and c.fn.body[0] in group]
+    ids = [candidates[k] for k in sorted(k for start in group for k in by_fn.get(start, ()))]
     if not ids or any(not c.own or c.in_macro for c in ids):
         return None
     return [*offset, *(e for c in ids for e in c.own)]
@@ -191,10 +208,22 @@ def _permutes_within_32(ctx: Context, op: int) -> bool:
 
 def _macro_users(ctx: Context, i: int) -> list:
     """The functions that use the macro whose body holds token ``i``."""
-    name = next((n for n, d in ctx.macros.items() if d.first <= i < d.last), None)
+    name = _macro_holding(ctx, i)
     if name is None:
         return []
-    return [ctx.function_at(k) for k in range(ctx.n) if ctx.text[k] == name and not ctx.in_directive[k]]
+    return [ctx.function_at(k) for k in ctx.positions(name) if not ctx.in_directive[k]]
+
+
+def _macro_holding(ctx: Context, i: int) -> bytes | None:
+    """The name of the macro whose `#define` directive holds token ``i`` (directives never overlap)."""
+    spans = getattr(ctx, "_macro_spans", None)
+    if spans is None:
+        by_first = sorted((d.first, d.last, name) for name, d in ctx.macros.items())
+        spans = ctx._macro_spans = ([f for f, _, _ in by_first], by_first)
+    k = bisect_right(spans[0], i) - 1
+    if k >= 0 and i < spans[1][k][1]:
+        return spans[1][k][2]
+    return None
 
 
 # `lane == 31`, `lane + d > 31`, `lane >= 32`: the last lane, or past it, of a 32-lane warp.
@@ -303,7 +332,7 @@ def _check_constants(ctx: Context) -> None:
         vals = [k for k in body if ctx.text[k] not in (b"(", b")")]
         if len(vals) != 1 or int_value(ctx.text[vals[0]]) != 32:
             continue
-        uses = [k for k in range(ctx.n) if ctx.text[k] == name and not ctx.in_directive[k]]
+        uses = [k for k in ctx.positions(name) if not ctx.in_directive[k]]
         # A use in a function that runs a 16..1 shuffle reduction: `warpSize` there would make the ids count 64
         # lanes while the offsets still count 32 (reductions.py), so the constant stays with them.
         red = Reductions.of(ctx)
@@ -352,7 +381,7 @@ def _check_header_constants(ctx: Context) -> None:
     for name, where in ctx.header_constants.items():
         if name in ctx.macros or name in ctx.warp_constants or name not in ctx.words:
             continue  # this file's own definition wins
-        if any(ctx.text[k] == name and ctx.is_decl_name(k) for k in range(ctx.n)):
+        if any(ctx.is_decl_name(k) for k in ctx.positions(name)):
             continue
         _report_uses(ctx, name, None, range(ctx.n), where)
 
@@ -466,9 +495,9 @@ def _report_uses(ctx: Context, name: bytes, definition: int | None, where: range
     if not ctx.words & _HARDWARE_WARP:
         return
     place = defined_at or f"line {ctx.lines.line_col(ctx.starts[definition])[0]}"
-    flagged = {f.line for f in ctx.findings if f.rule_id == RULE}
-    for k in where:
-        if ctx.text[k] != name or ctx.in_directive[k] or not ctx.device[k] or ctx.is_decl_name(k):
+    flagged = ctx.finding_lines(RULE)  # this call adds a line only with a finding there
+    for k in ctx.positions_between(name, where.start, where.stop):
+        if ctx.in_directive[k] or not ctx.device[k] or ctx.is_decl_name(k):
             continue
         first = k
         while ctx.t(ctx.prev_code(first)) == b"::" and ctx.kinds[ctx.prev_code(ctx.prev_code(first))] == IDENT:

@@ -54,12 +54,21 @@ def loop_offsets_32(ctx: Context, cond: tuple[int, int], init: tuple[int, int], 
 def value_is_32(ctx: Context, name: bytes) -> bool:
     """`#define NAME 32`, or `NAME = 32` declared somewhere in the file or a warp-size constant of 32 of a header
     it includes."""
+    known = ctx.__dict__.setdefault("_value_is_32", {})  # asked for every id a file computes: once per name
+    if name not in known:
+        known[name] = _value_is_32(ctx, name)
+    return known[name]
+
+
+def _value_is_32(ctx: Context, name: bytes) -> bool:
     body = ctx.macro_value(name)
     if body is not None:
         vals = [k for k in body if ctx.text[k] not in (b"(", b")")]
         return len(vals) == 1 and int_value(ctx.text[vals[0]]) == 32
-    for k in range(ctx.n - 2):
-        if ctx.text[k] == name and ctx.t(ctx.next_code(k)) == b"=" and ctx.is_decl_name(k):
+    for k in ctx.positions(name):
+        if k >= ctx.n - 2:
+            break
+        if ctx.t(ctx.next_code(k)) == b"=" and ctx.is_decl_name(k):
             v = ctx.next_code(ctx.next_code(k))
             return int_value(ctx.text[v]) == 32 and ctx.t(ctx.next_code(v)) in (b";", b",")
     return name in ctx.header_constants
@@ -84,6 +93,11 @@ class Reductions:
                     self.by_fn.setdefault(fn.body[0], i)
         self._names = {ctx.text[fn.name_index]: fn for fn in ctx.functions if fn.body[0] in self.by_fn}
         self._ids: dict[int, Ids] = {}
+        # Asked again for every id and use of a constant: each answered once per function (by body start).
+        self._reaching: dict[int, int | None] = {}
+        self._groups: dict[int, list] = {}
+        self._group_ids: dict[int, Ids] = {}
+        self._rank = {id(fn): k for k, fn in enumerate(ctx.functions)}
 
     @classmethod
     def of(cls, ctx: Context) -> Reductions:
@@ -115,26 +129,34 @@ class Reductions:
             return None
         if fn.body[0] in self.by_fn:
             return self.by_fn[fn.body[0]]
-        ctx = self.ctx
-        for k in range(*fn.body):
-            callee = self._names.get(ctx.text[k])
-            if callee is not None and ctx.is_call(k):
-                return self.by_fn[callee.body[0]]
-        return None
+        if fn.body[0] not in self._reaching:
+            ctx = self.ctx
+            found = None
+            for k in range(*fn.body):
+                callee = self._names.get(ctx.text[k])
+                if callee is not None and ctx.is_call(k):
+                    found = self.by_fn[callee.body[0]]
+                    break
+            self._reaching[fn.body[0]] = found
+        return self._reaching[fn.body[0]]
 
     def group(self, fn) -> list:
         """``fn`` and the functions of the file that call it: where its lanes and warps are numbered."""
-        ctx = self.ctx
-        name = ctx.text[fn.name_index]
-        out = [fn]
-        for other in ctx.functions:
-            if other is not fn and other.device and any(ctx.text[k] == name and ctx.is_call(k)
-                                                        for k in range(*other.body)):
-                out.append(other)
-        return out
+        if fn.body[0] not in self._groups:
+            ctx = self.ctx
+            callers = {}
+            for k in ctx.positions(ctx.text[fn.name_index]):  # the calls, then the functions holding them
+                if ctx.is_call(k):
+                    for other in ctx.functions_holding(k):
+                        if other is not fn and other.device:
+                            callers[id(other)] = other
+            self._groups[fn.body[0]] = [fn, *sorted(callers.values(), key=lambda f: self._rank[id(f)])]
+        return self._groups[fn.body[0]]
 
     def ids(self, fn) -> Ids:
-        """The lane and warp ids computed in ``fn`` and its callers."""
+        """The lane and warp ids computed in ``fn`` and its callers (one answer per function: not to be changed)."""
+        if fn.body[0] in self._group_ids:
+            return self._group_ids[fn.body[0]]
         found = Ids()
         for f in self.group(fn):
             if f.body[0] not in self._ids:
@@ -142,6 +164,7 @@ class Reductions:
             found.fixed += self._ids[f.body[0]].fixed
             found.named += self._ids[f.body[0]].named
             found.hardware += self._ids[f.body[0]].hardware
+        self._group_ids[fn.body[0]] = found
         return found
 
     def lines(self, tokens: list[int]) -> str:

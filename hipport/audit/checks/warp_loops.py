@@ -3,7 +3,7 @@ width 32, unrolled shuffle ladders that start at 16, per-lane shared arrays of 3
 
 from __future__ import annotations
 
-from hipport.audit.checks.common import SHUFFLES, WARP_OPS, is_lane_like, user_defined
+from hipport.audit.checks.common import SHUFFLES, WARP_OPS, Spans, is_lane_like, user_defined
 from hipport.audit.checks.context import COMMENT, IDENT, LITERAL, Context, int_value
 from hipport.audit.checks.lane_math import group_edits
 from hipport.audit.checks.reductions import Reductions, loop_offsets_32, split_for
@@ -23,10 +23,11 @@ def check(ctx: Context) -> None:
             span = _check_for(ctx, i, red)
             if span:
                 flagged_loops.append(span)
+    loops = Spans(flagged_loops)
     for i in range(ctx.n):
         if ctx.kinds[i] == IDENT and ctx.text[i] in SHUFFLES and (ctx.device[i] or ctx.in_directive[i]) \
                 and ctx.is_call(i) and not user_defined(ctx, ctx.text[i]):
-            _check_shuffle_call(ctx, i, flagged_loops, red)
+            _check_shuffle_call(ctx, i, loops, red)
     _check_lane_arrays(ctx)
     _check_first_32_guard(ctx)
 
@@ -149,7 +150,7 @@ def _check_for(ctx: Context, i: int, red: Reductions) -> tuple[int, int] | None:
     return None
 
 
-def _check_shuffle_call(ctx: Context, i: int, loops: list[tuple[int, int]], red: Reductions) -> None:
+def _check_shuffle_call(ctx: Context, i: int, loops: Spans, red: Reductions) -> None:
     args = ctx.call_args(i)
     if not args:
         return
@@ -166,7 +167,7 @@ def _check_shuffle_call(ctx: Context, i: int, loops: list[tuple[int, int]], red:
                        edits=[ctx.edit(code[0], "warpSize")], subject="width 32")
     if name not in _OFFSET_SHUFFLES or len(args) <= value_index + 1:
         return
-    if any(lo <= i <= hi for lo, hi in loops):
+    if loops.hold(i):
         return
     a, b = args[value_index + 1]
     code = [k for k in range(a, b) if ctx.kinds[k] != COMMENT]
