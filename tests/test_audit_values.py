@@ -127,15 +127,15 @@ def _fake_rocm(root: Path, major: int, minor: int) -> dict:
 
 def test_convert_and_audit_target_the_same_release_by_default(tmp_path):
     """Neither the command line nor settings name a release: both commands take the installed HIP's, so the
-    audit never asks to widen a mask that convert drops (before 6.2), and counts the one convert widens (6.2+) as
-    converted, the same rewrite (issue 21: what convert does itself is no finding)."""
+    audit never asks to widen a mask that convert drops (before 7.0: 6.4.3's `*_sync` are still opt-in), and counts
+    the one convert widens (7.0+) as converted, the same rewrite (issue 21: what convert does itself is no finding)."""
     src = tmp_path / "k.cu"
     src.write_text("__global__ void k(float* o) {\n"
                    "    float v = o[threadIdx.x];\n"
                    "    v += __shfl_down_sync(0xffffffff, v, 1);\n"
                    "    o[threadIdx.x] = v;\n}\n")
-    for version, mask_free in (((6, 1), True), ((6, 4), False)):
-        env = _fake_rocm(tmp_path / f"rocm{version[1]}", *version)
+    for version, mask_free in (((6, 1), True), ((6, 4), True), ((7, 2), False)):
+        env = _fake_rocm(tmp_path / f"rocm{version[0]}{version[1]}", *version)
         conv = subprocess.run([sys.executable, "-m", "hipport", "convert", "k.cu", "--stdout", "--no-hipify-perl"],
                               cwd=tmp_path, capture_output=True, text=True, env=env)
         assert conv.returncode == 0, conv.stderr

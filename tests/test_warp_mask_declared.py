@@ -69,3 +69,17 @@ def test_a_mask_whose_type_is_not_seen_keeps_the_reminder(rules):
     src = "__device__ float f(float v) {\n  auto m = pick();\n  return __shfl_down_sync(m, v, 1);\n}\n"
     _, found = _mask_findings(rules, src)
     assert len(found) == 1 and "make sure `m` is a 64-bit" in found[0][1]
+
+
+def test_the_audit_knows_6_4s_sync_builtins_are_opt_in():
+    """HIP code calling `__shfl_down_sync` for ROCm 6.4: undeclared there unless the build defines
+    HIP_ENABLE_WARP_SYNC_BUILTINS (read from 6.4.3's headers); from 7.0 on by default."""
+    from hipport.audit import AuditOptions, audit_source
+
+    src = (b"#include <hip/hip_runtime.h>\n__device__ float f(float v) {\n"
+           b"  return __shfl_down_sync(0xffffffffffffffffull, v, 1);\n}\n")
+    found = audit_source(src, options=AuditOptions(rocm_version=(6, 4)))
+    assert [(f.rule_id, f.line) for f in found] == [("warp-builtin-unavailable", 3)]
+    assert "needs `HIP_ENABLE_WARP_SYNC_BUILTINS` defined in ROCm 6.4" in found[0].message
+    assert audit_source(src, options=AuditOptions(rocm_version=(6, 4), defines=("HIP_ENABLE_WARP_SYNC_BUILTINS",))) == []
+    assert audit_source(src, options=AuditOptions(rocm_version=(7, 2))) == []

@@ -43,6 +43,9 @@ _SUM = f"{sum(VALUES):g}"
 PROGRAMS = {
     "halves_macro": ({"warp-loop-32", "lane-math-32"}, "256"),  # 256 ones; issue 21, defect 1
     "together": ({"warp-loop-32", "lane-math-32"}, _SUM),
+    # 8 sums of 32 values each (issue 34): right as converted, and still 8 of 32 after the `width` 32 patch.
+    "groups_of_32": ({"warp-loop-32", "lane-math-32"}, " ".join(f"{sum(VALUES[g * 32:(g + 1) * 32]):g}"
+                                                                for g in range(8))),
     "offsets_16": ({"warp-loop-32"}, _SUM),
     "doubling_32": ({"warp-loop-32"}, _SUM),
     "width_32": ({"warp-loop-32"}, _SUM),

@@ -321,7 +321,7 @@ _MAX_HOPS = 4
 def _check_mask_args(ctx: Context, args, helper: Helper, macros: dict[bytes, tuple[str, str]]) -> None:
     """The argument a helper forwards as a lane mask: a 32-bit literal, or a variable whose value (followed back
     through plain copies `T b = a;` in the calling function) is one or has a 32-bit type."""
-    if _MASK_RULE not in ctx.hazards or ctx.rocm < (6, 2):
+    if _MASK_RULE not in ctx.hazards or ctx.sync_state() != "on":
         return
     for pos in helper.mask_params:
         if not args or pos >= len(args):
@@ -486,7 +486,7 @@ def report_header_masks(ctx: Context, macros: dict[bytes, tuple[str, str]], help
     """Mask arguments that only an included header explains, and calls that only look like mask wrappers:
     a `*_sync` built-in given a 32-bit mask macro of an included header (`FULL_MASK` in `common.h`), and a
     device call to a warp-looking name defined nowhere in sight that is given `0xffffffff` (a guess)."""
-    if _MASK_RULE not in ctx.hazards or ctx.rocm < (6, 2):
+    if _MASK_RULE not in ctx.hazards or ctx.sync_state() != "on":
         return
     from hipport.audit.checks.common import user_defined
 

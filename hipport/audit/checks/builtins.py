@@ -38,6 +38,7 @@ def check(ctx: Context) -> None:
     if RULE not in ctx.hazards:
         return
     rocm = ctx.rocm
+    sync = ctx.sync_state()
     wmma_lines: set[int] = set()
     for d in ctx.structure.directives:
         target = dirs.include_target(ctx.tokens, d)
@@ -57,11 +58,13 @@ def check(ctx: Context) -> None:
             continue
         if not ctx.is_call(i) or user_defined(ctx, word):
             continue
-        if word in _SYNC_TO_PLAIN and rocm < (6, 2):
+        if word in _SYNC_TO_PLAIN and sync == "absent":
             _sync_before_62(ctx, i, word)
-        elif word in _SYNC_TO_PLAIN and rocm[:2] == (6, 2):
-            ctx.report(RULE, i, f"`{word.decode()}` needs `HIP_ENABLE_WARP_SYNC_BUILTINS` defined in ROCm 6.2",
-                       severity="warning", subject=word.decode())
+        elif word in _SYNC_TO_PLAIN and sync == "opt-in" and b"hip/hip_" in ctx.src:
+            # HIP code only: in CUDA code convert writes the mask-free forms for an opt-in release
+            ctx.report(RULE, i, f"`{word.decode()}` needs `HIP_ENABLE_WARP_SYNC_BUILTINS` defined in ROCm "
+                       f"{_v(rocm)} (opt-in there; on by default from 7.0)", severity="warning",
+                       subject=word.decode())
         elif word in _NEED_70 and rocm < (7, 0):
             ctx.report(RULE, i, f"`{word.decode()}` has no HIP form before ROCm 7.0 (targeting {_v(rocm)})",
                        severity="error", subject=word.decode())

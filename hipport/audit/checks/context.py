@@ -347,6 +347,18 @@ class Context:
     def wave_sizes(self) -> set[int]:
         return {wave_size(a) for a in self.options.offload_arch}
 
+    def sync_state(self) -> str:
+        """How the targeted release has the warp `*_sync` built-ins, read from its headers (rules/rocm/releases.toml):
+        "absent", "opt-in" (6.2 to 6.4: only where the build defines HIP_ENABLE_WARP_SYNC_BUILTINS, which the
+        project's defines or the file itself can do; then "on") or "on"."""
+        from hipport.releases import release_data
+
+        state, macro = release_data().sync_state(self.rocm)
+        if state == "opt-in" and macro and (any(d.split("=", 1)[0] == macro for d in self.options.defines)
+                                            or macro.encode() in self.src):
+            return "on"
+        return "on" if state == "default" else state
+
     # -- parse on demand ------------------------------------------------------------------------
     def parsed(self) -> clangparse.Parsed | None:
         if self._parsed is False:

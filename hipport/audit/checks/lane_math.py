@@ -119,6 +119,10 @@ def check(ctx: Context) -> None:
     for c in candidates:
         edits, why = c.own, ""
         if c.reaching is not None:
+            home = ctx.function_at(c.reaching)
+            ids = red.ids(home) if home is not None else None
+            if ids is not None and ids.fixed and not ids.hardware:
+                continue  # a logical warp of 32 throughout: right on 64 lanes (warp-loop-32 says so, and why)
             # One patch for the whole group, carried by the reduction's finding: the same edits on every id's
             # finding would repeat a long diff in each report for no gain.
             whole = group_edits(ctx, c.reaching)

@@ -30,7 +30,7 @@ def _literal_fix(ctx: Context, first: int, last: int, value: int) -> str:
 def check(ctx: Context) -> None:
     if RULE not in ctx.hazards:
         return
-    sync_exists = ctx.rocm >= (6, 2)
+    sync_exists = ctx.sync_state() == "on"  # else convert writes the mask-free forms
     reported_macros: set[bytes] = set()
     reported_decls: set[int] = set()
     for i in range(ctx.n):

@@ -69,30 +69,47 @@ def _check_first_32_guard(ctx: Context) -> None:
                    confidence="medium", subject="< 32", severity="warning")
 
 
-def _kept_halves(ctx: Context, red: Reductions, k: int, what: str) -> bool:
-    """Report the 32-lane offsets at ``k`` without a patch when the lane and warp ids that go with them count 32
-    lanes too: together they reduce each half of a 64-lane wavefront on its own, which is right, and a patch of
-    the offsets alone would fold both halves into lanes 0 and 32 and count every value twice."""
+def _kept_halves(ctx: Context, red: Reductions, k: int, what: str, calls: list[int] | None = None) -> bool:
+    """Code that counts 32 lanes throughout: 32-lane offsets at ``k`` whose lane and warp ids count 32 lanes too
+    means a logical warp of 32. On a 64-lane wavefront each 32-lane group then reduces on its own (`__shfl_down` /
+    `__shfl_xor` from 16 only read inside the group for the lanes whose results are taken), which is right: no
+    hazard, and widening it would change what the program computes (one sum per 64 lanes instead of per 32). The
+    patch, where one is written, states the logical warp: `width` 32 on the shuffles ``calls`` that lack one, right
+    on wave64 and wave32 alike. `__shfl_up` and an index shuffle do cross into the other group without it: a
+    warning. An explicit width of 32 with such ids is already that: nothing to say."""
     fn = ctx.function_at(k)
     if fn is None:
         return False
     ids = red.ids(fn)
     if not ids.fixed or ids.hardware:
         return False
-    line = ctx.lines.line_col(ctx.starts[k])[0]
-    whole = group_edits(ctx, red.by_fn.get(fn.body[0], k))
-    if whole:
-        lines = ", ".join(str(n) for n in sorted({ctx.lines.line_col(e.start)[0] for e in whole}))
-        ctx.report(RULE, k, f"{what} with lane/warp ids of 32 lanes (lines {lines}): on a "
-                   f"64-lane wavefront each half reduces on its own; the patch makes the offsets and every id "
-                   f"count whole wavefronts together (one of them alone would count values twice)",
-                   edits=whole, subject=what)
+    if calls is None:
+        return True  # an explicit `width` 32 beside ids of 32: a logical warp of 32, as meant
+    missing, crossing = [], []
+    for c in calls:
+        args = ctx.call_args(c)
+        value_index = SHUFFLES.get(ctx.text[c])
+        if not args or value_index is None or len(args) != value_index + 2:
+            continue
+        missing.append(c)
+        if ctx.text[c] not in (b"__shfl_down_sync", b"__shfl_xor_sync", b"__shfl_down", b"__shfl_xor"):
+            crossing.append(c)
+    if not missing:
         return True
-    ctx.report(RULE, k, f"{what} with lane/warp ids of 32 lanes (lines {red.lines([k, *ids.fixed])} belong "
-               f"together): right on 64 lanes, each half reducing on its own; no patch, as line {line} changed "
-               f"alone would sum both halves into lanes 0 and 32 (for whole wavefronts, change the offsets and "
-               f"every id there together)", confidence="low", severity="info",
-               subject=what)
+    edits = []
+    for c in missing:
+        close = ctx.match(ctx.next_code(c))
+        edits.append(ctx.edit(close, ", 32)"))
+    lines = red.lines([k, *ids.fixed])
+    if crossing:
+        names = ", ".join(sorted({f"`{ctx.text[c].decode()}`" for c in crossing}))
+        ctx.report(RULE, k, f"{what} with lane/warp ids of 32 lanes (lines {lines}): a logical warp of 32, but on "
+                   f"a 64-lane wavefront {names} read across into the other 32-lane group; `width` 32 keeps "
+                   f"each group apart (right on 32 lanes too)", edits=edits, subject=what, severity="warning")
+        return True
+    ctx.report(RULE, k, f"{what} with lane/warp ids of 32 lanes (lines {lines}): right on 64 lanes, each 32-lane "
+               f"group reducing on its own; the patch says so with `width` 32", edits=edits, subject=what,
+               severity="info", confidence="high")
     return True
 
 
@@ -110,7 +127,8 @@ def _check_for(ctx: Context, i: int, red: Reductions) -> tuple[int, int] | None:
     if body[1] <= body[0] or not any(ctx.text[k] in WARP_OPS for k in range(body[0], body[1])):
         return None
     offsets = loop_offsets_32(ctx, cond, init, incr, body)
-    if offsets is not None and _kept_halves(ctx, red, offsets, "shuffle offsets 16..1"):
+    shuffles = [k for k in range(body[0], body[1]) if ctx.text[k] in SHUFFLES and ctx.is_call(k)]
+    if offsets is not None and _kept_halves(ctx, red, offsets, "shuffle offsets 16..1", shuffles):
         return body
     confidence = _wave_confidence(ctx, red, i) if offsets is not None else "high"
     init_lits = [k for k in range(*init) if ctx.kinds[k] == LITERAL]
@@ -183,7 +201,8 @@ def _check_shuffle_call(ctx: Context, i: int, loops: Spans, red: Reductions) -> 
                 oa, ob = other[SHUFFLES[ctx.text[k]] + 1]
                 if ctx.span_text(oa, ob).strip() in (b"32", b"warpSize / 2", b"warpSize/2"):
                     has_32 = True
-    if has_32 or _kept_halves(ctx, red, code[0], "shuffle ladder from offset 16"):
+    ladder = [k for k in range(lo, hi) if ctx.text[k] in _OFFSET_SHUFFLES and ctx.is_call(k)]
+    if has_32 or _kept_halves(ctx, red, code[0], "shuffle ladder from offset 16", ladder):
         return
     ctx.report(RULE, code[0], f"unrolled `{name.decode()}` ladder starts at offset 16: on a 64-lane wavefront "
                f"lanes 32-63 are never combined (add an offset-32 step for wave64, or loop from `warpSize / 2`)",
