@@ -164,10 +164,29 @@ def test_included_headers_say_what_they_define_for_amd(tmp_path):
 
 def test_a_project_names_what_its_amd_build_never_defines():
     from hipport.audit import AuditOptions, audit_source
-    src = (b"__device__ float f(float v) {\n#if CUDA_VERSION >= 9000\n  return __shfl_xor_sync(0xffffffff, v, 1);\n"
+    src = (b"__device__ float f(float v) {\n#if USE_SYNC >= 9000\n  return __shfl_xor_sync(0xffffffff, v, 1);\n"
            b"#else\n  return __shfl_xor(v, 1);\n#endif\n}\n")
     assert [f.line for f in audit_source(src, "f.cu") if f.rule_id == "warp-mask-32bit"] == [3]
-    assert not audit_source(src, "f.cu", AuditOptions(defines=("!CUDA_VERSION",)))
+    assert not audit_source(src, "f.cu", AuditOptions(defines=("!USE_SYNC",)))
+
+
+def test_cuda_toolkit_versions_are_undefined_for_amd_unless_the_project_defines_them(tmp_path):
+    # No ROCm header and no hipcc defines CUDART_VERSION, CUDA_VERSION or CUBLAS_VERSION, and convert leaves them
+    # as written: their `>=` branches are the NVIDIA build's.
+    from hipport.audit import AuditOptions, audit_source
+    src = (b"__device__ float f(float v) {\n#if CUDA_VERSION >= 9000\n  return __shfl_xor_sync(0xffffffff, v, 1);\n"
+           b"#else\n  return __shfl_xor(v, 1);\n#endif\n}\n")
+    assert not audit_source(src, "f.cu")
+    assert [f.line for f in audit_source(src, "f.cu", AuditOptions(defines=("CUDA_VERSION=11000",)))
+            if f.rule_id == "warp-mask-32bit"] == [3]
+    # a compat header the file includes defines it for the AMD build: the branch is compiled
+    (tmp_path / "compat.h").write_text("#pragma once\n#define CUDA_VERSION 11000\n")
+    (tmp_path / "f.cu").write_bytes(b'#include "compat.h"\n' + src)
+    assert [f.line for f in audit_source((tmp_path / "f.cu").read_bytes(), str(tmp_path / "f.cu"))
+            if f.rule_id == "warp-mask-32bit"] == [4]
+    out = view(b"#if CUBLAS_VERSION >= 11000 || defined(__HIPCC__)\nkept\n#endif\n#if CUDART_VERSION < 9000\n"
+               b"old\n#else\nnew\n#endif\n", KNOWN, set(AMD_UNDEFINED) | {"CUBLAS_VERSION", "CUDART_VERSION"})
+    assert b"kept" in out and b"old" in out and b"new" not in out
 
 
 def test_a_licence_box_of_block_comments_before_an_if_is_read_in_linear_time():

@@ -20,6 +20,17 @@ AMD_DEFINES = {"__HIP_PLATFORM_AMD__": 1, "__HIP_PLATFORM_HCC__": 1, "__HIPCC__"
 # Never defined for AMD. `__CUDA_ARCH__` and `__CUDACC__` are not here: a CUDA source is audited before convert
 # renames them to their HIP twins, so their branches are the device pass / the HIP build.
 AMD_UNDEFINED = frozenset({"__HIP_PLATFORM_NVIDIA__", "__HIP_PLATFORM_NVCC__", "__NVCC__"})
+# The CUDA toolkit's version macros: CUDA's headers and nvcc define them, and neither hipcc nor any header of ROCm
+# 6.2.2, 6.4.3 or 7.2.4 does (their include trees and clang's, and `hipcc -dM -E`, checked), and convert leaves them
+# as written (`cuda-version-macro`). So `#if CUDART_VERSION >= 11000` is false in the AMD build unless the project
+# defines the macro itself: in its settings' `defines` (`CUDART_VERSION=12000`) or in a header the view reads.
+TOOLKIT_VERSIONS = frozenset({
+    "CUDART_VERSION", "CUDA_VERSION", "__CUDACC_VER_MAJOR__", "__CUDACC_VER_MINOR__", "__CUDACC_VER_BUILD__",
+    "__CUDA_API_VERSION", "CUBLAS_VERSION", "CUBLAS_VER_MAJOR", "CUBLAS_VER_MINOR", "CUBLAS_VER_PATCH",
+    "CUSPARSE_VERSION", "CUSPARSE_VER_MAJOR", "CUSPARSE_VER_MINOR", "CUFFT_VERSION", "CUFFT_VER_MAJOR",
+    "CUSOLVER_VERSION", "CURAND_VERSION", "CUDNN_VERSION", "CUDNN_MAJOR", "CUDNN_MINOR", "CUB_VERSION",
+    "NVRTC_VERSION", "CUTLASS_VERSION",
+})
 
 _COND = re.compile(rb"^[ \t]*#[ \t]*(if|ifdef|ifndef|elif|else|endif|elifdef|elifndef|define|undef|include)\b(.*)$")
 _QUOTED = re.compile(rb'^[ \t]*"([^"]+)"')
@@ -42,8 +53,11 @@ def defines_for(options) -> dict[str, int]:
 def undefined_for(options) -> frozenset[str]:
     """Names the AMD build never defines: the NVIDIA platform's, and the project's `!NAME` entries (`!CUDA_VERSION`
     for a project whose ROCm build includes no CUDA header, so `#if CUDA_VERSION >= 9000` is false there)."""
-    extra = {item[1:].strip() for item in getattr(options, "defines", ()) or () if item.startswith("!")}
-    return AMD_UNDEFINED | extra if extra else AMD_UNDEFINED
+    items = getattr(options, "defines", ()) or ()
+    extra = {item[1:].strip() for item in items if item.startswith("!")}
+    # A project that sets a toolkit version for its AMD build (`CUDART_VERSION=12000`) has it defined.
+    toolkit = TOOLKIT_VERSIONS - {item.partition("=")[0].strip() for item in items if not item.startswith("!")}
+    return AMD_UNDEFINED | toolkit | extra
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -196,16 +210,30 @@ def _logical_lines(src: bytes):
 _QUICK = re.compile(rb"^[ \t]*#[ \t]*(?:if|elif)", re.M)
 
 
-def view(src: bytes, known: dict[str, int], undefined=AMD_UNDEFINED, path: str = "") -> bytes:
+class Facts:
+    """What a view found besides its text, for the findings of the conversion (which reads the file as written):
+    ``dead``, the (start, end) byte offsets of each logical line the AMD build never compiles, the `#if`/`#else`/
+    `#endif` lines nested in such a branch included; ``settled``, the start offsets of the `#if`/`#elif` lines whose
+    value for the AMD build needs no CUDA toolkit version (`#if !defined(USE_ROCM) && CUDART_VERSION >= 11000`)."""
+
+    __slots__ = ("dead", "settled")
+
+    def __init__(self) -> None:
+        self.dead: list[tuple[int, int]] = []
+        self.settled: set[int] = set()
+
+
+def view(src: bytes, known: dict[str, int], undefined=AMD_UNDEFINED, path: str = "",
+         facts: Facts | None = None) -> bytes:
     """``src`` with every line of a branch the AMD build certainly does not compile blanked (newlines kept).
     With ``path``, the headers it includes with quotes (beside it) add what they certainly define, and mark as
     undefined what they define only on branches the AMD build never compiles (`#define PTX_AVAILABLE` under
-    `#ifndef __HIP_PLATFORM_AMD__`)."""
+    `#ifndef __HIP_PLATFORM_AMD__`). ``facts``, when given, is filled in (see `Facts`)."""
     if not _QUICK.search(src):
         return src
     if not (path and b'include' in src) and not any(w.encode() in src for w in (*known, *undefined)):
         return src
-    return _walk(src, dict(known), set(undefined), path, 0)[0]
+    return _walk(src, dict(known), set(undefined), path, 0, facts)[0]
 
 
 # Possessive: a lazy comment body inside a repetition can span several comments, which backtracks
@@ -214,8 +242,8 @@ _GUARD = re.compile(rb"\A(?:\s|//[^\n]*\n|/\*.*?\*/)*+#[ \t]*(?:ifndef[ \t]+(\w+
                     rb"[ \t]*\r?\n[ \t]*#[ \t]*define[ \t]+(\w+)", re.S)
 
 
-def _walk(src: bytes, known: dict[str, int], undefined: set[str], path: str, depth: int):
-    """(view, known after it, undefined after it)."""
+def _walk(src: bytes, known: dict[str, int], undefined: set[str], path: str, depth: int, facts: Facts | None = None):
+    """(view, known after it, undefined after it); ``facts`` is filled in when given."""
     guard = _GUARD.match(src)
     if guard and (guard.group(1) or guard.group(2)) == guard.group(3):
         undefined = undefined | {guard.group(3).decode()}  # an include guard is open on the first inclusion
@@ -232,6 +260,12 @@ def _walk(src: bytes, known: dict[str, int], undefined: set[str], path: str, dep
     for start, end, line in _logical_lines(src):
         m = _COND.match(line)
         kind = m.group(1).decode() if m else ""
+        if facts is not None and kind and kind not in ("define", "undef", "include"):
+            opens = kind in ("if", "ifdef", "ifndef")
+            if (dead if opens else bool(stack) and stack[-1]["outer_dead"]):
+                facts.dead.append((start, end))  # a conditional inside a branch never compiled
+            elif kind in ("if", "elif") and _settled_without_toolkit(m.group(2), known, undefined):
+                facts.settled.add(start)
         if kind in ("if", "ifdef", "ifndef"):
             value = _condition(kind, m.group(2), known, undefined)
             stack.append({"outer_dead": dead, "outer_certain": certain, "settled": value == 1, "unknown": value is None})
@@ -261,6 +295,8 @@ def _walk(src: bytes, known: dict[str, int], undefined: set[str], path: str, dep
                 if out[k] not in (0x0A, 0x0D):
                     out[k] = 0x20
             changed = True
+            if facts is not None:
+                facts.dead.append((start, end))
             continue
         if kind == "include" and certain and path and depth < _MAX_DEPTH:
             q = _QUOTED.match(m.group(2))
@@ -319,6 +355,14 @@ def _exports(header: str, depth: int, known: tuple, undefined: frozenset):
     result = ({n: v for n, v in k.items() if (n, v) not in known}, frozenset(u - set(undefined)))
     _export_cache[key] = result
     return result
+
+
+def _settled_without_toolkit(rest: bytes, known, undefined) -> bool:
+    """Whether an `#if` condition that names a CUDA toolkit version has a value for AMD without it."""
+    if not any(name.encode() in rest for name in TOOLKIT_VERSIONS):
+        return False
+    return _condition("if", rest, {k: v for k, v in known.items() if k not in TOOLKIT_VERSIONS},
+                      undefined - TOOLKIT_VERSIONS) is not None
 
 
 def _condition(kind: str, rest: bytes, known, undefined) -> int | None:

@@ -50,8 +50,10 @@ def run_checks(src: bytes, path: str, options: AuditOptions, prepare=None) -> Co
     """Every check over one file; the findings are left in ``ctx.findings``, unfiltered. ``prepare(ctx)`` runs
     before the checks (the engine hands them what the included headers define). The checks see the AMD build's
     view of the file (amd_view): branches hipcc never compiles for AMD are blank, offsets unchanged."""
-    ctx = Context(amd_view.view(src, amd_view.defines_for(options), amd_view.undefined_for(options), path=path),
-                  path, options, load_hazards())
+    facts = amd_view.Facts()
+    ctx = Context(amd_view.view(src, amd_view.defines_for(options), amd_view.undefined_for(options), path=path,
+                                facts=facts), path, options, load_hazards())
+    ctx.amd_facts = facts
     if prepare is not None:
         prepare(ctx)
     for check in CHECKS:
@@ -156,4 +158,19 @@ def _with_conversion(ctx: Context, findings: list[Finding], converted: FileResul
             return True
         return any(cat in rule.fixed_by_convert and spans[cat].hold((f.line, f.col)) for cat in spans)
 
-    return [f for f in findings if not rewritten(f)] + list(converted.findings)
+    return [f for f in findings if not rewritten(f)] + _compiled_for_amd(ctx, converted.findings)
+
+
+def _compiled_for_amd(ctx: Context, findings: list[Finding]) -> list[Finding]:
+    """The conversion's findings on code the AMD build compiles: the conversion reads the file as written, the
+    audit as hipcc compiles it for AMD (amd_view), so a finding in a branch that build never compiles is dropped,
+    and so is a `cuda-version-macro` on a condition whose value for AMD needs no CUDA version (`#if
+    !defined(USE_ROCM) && CUDART_VERSION >= 11000`: the project already chose the AMD branch)."""
+    facts = getattr(ctx, "amd_facts", None)
+    if facts is None or not (facts.dead or facts.settled):
+        return list(findings)
+    line_of = ctx.lines.line_col
+    dead = {line for a, b in facts.dead for line in range(line_of(a)[0], line_of(max(a, b - 1))[0] + 1)}
+    settled = {line_of(a)[0] for a in facts.settled}
+    return [f for f in findings if f.line not in dead
+            and not (f.rule_id == "cuda-version-macro" and f.line in settled)]
