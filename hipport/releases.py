@@ -32,13 +32,7 @@ class ReleaseData:
 
     def data_release(self, target: tuple) -> tuple[int, int]:
         """The data release that answers for ``target`` (see the module's doc)."""
-        t = tuple(target[:2])
-        same = [r for r in self.releases if r[0] == t[0]]
-        if same:
-            above = [r for r in same if r >= t]
-            return min(above) if above else max(same)
-        below = [r for r in self.releases if r <= t]
-        return max(below) if below else min(self.releases)
+        return _answering(self.releases, target)
 
     def sync_state(self, target: tuple) -> tuple[str, str]:
         """("absent" | "opt-in" | "default", the macro that turns them on or off) of the `*_sync` built-ins."""
@@ -66,6 +60,29 @@ class ReleaseData:
 
     def arities(self, name: str, target: tuple) -> tuple[int, ...] | None:
         return self.arity.get(name, {}).get(self.data_release(target))
+
+
+def _answering(releases: tuple[tuple[int, int], ...], target: tuple) -> tuple[int, int]:
+    t = tuple(target[:2])
+    same = [r for r in releases if r[0] == t[0]]
+    if same:
+        above = [r for r in same if r >= t]
+        return min(above) if above else max(same)
+    below = [r for r in releases if r <= t]
+    return max(below) if below else min(releases)
+
+
+@dataclass(frozen=True)
+class SameNames:
+    """rules/rocm/same_names.toml: CUDA names the rename tables give no HIP name that a release declares under the
+    same spelling (tools/gen_same_names.py compiles each with the release's compiler)."""
+    releases: tuple[tuple[int, int], ...]
+    names: dict[str, frozenset[tuple[int, int]]] = field(default_factory=dict)
+
+    def declares(self, name: str, target: tuple) -> bool:
+        """Whether the release answering for ``target`` declares ``name`` as CUDA spells it."""
+        have = self.names.get(name)
+        return bool(have) and bool(self.releases) and _answering(self.releases, target) in have
 
 
 def _version(text: str, where: str) -> tuple[int, int]:
@@ -116,6 +133,31 @@ def _parse(path: Path) -> ReleaseData:
              for name, per in data.get("arity", {}).items()}
     headers = sets(data.get("headers", {}), "headers")
     return ReleaseData(tuple(sorted(releases)), source, libraries, sync, names, library, headers, arity)
+
+
+def _parse_same_names(path: Path) -> SameNames:
+    from hipport.rules import _read_toml
+
+    data = _read_toml(path)
+    releases = tuple(sorted(_version(text, str(path)) for text in data.get("release", {})))
+    names = {}
+    for name, entry in data.get("names", {}).items():
+        have = entry.get("releases") if isinstance(entry, dict) else None
+        if not isinstance(have, list) or not have:
+            raise RuleError(f"{path}: [names] `{name}` needs `releases`; rerun tools/gen_same_names.py")
+        names[name] = frozenset(_version(v, f"{path} [names] {name}") for v in have)
+        if not names[name] <= set(releases):
+            raise RuleError(f"{path}: [names] `{name}` names a release without a [release] table; rerun "
+                            "tools/gen_same_names.py")
+    return SameNames(releases, names)
+
+
+@lru_cache(maxsize=1)
+def same_names() -> SameNames:
+    path = builtin_rules_dir() / "rocm" / "same_names.toml"
+    if not path.is_file():
+        return SameNames(())
+    return load_cached("same-names", [Path(__file__), path], lambda: _parse_same_names(path))
 
 
 def data_file() -> Path:

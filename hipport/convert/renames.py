@@ -77,6 +77,8 @@ def rename_identifiers(ctx: ConversionContext) -> None:
             continue  # defined in the file by the stand-ins pass (`__vadd4`)
         if target is None and (name in ctx.defines or ctx.platform.defines(name)):
             continue  # the project defines it itself, here or in a header it includes (a compat header's `__vsub4`)
+        if target is None and _declared_as_cuda(name, target_rocm):
+            continue  # HIP declares it by CUDA's name in the targeted release (`make_half2`, `__isnanf`)
         if target is None:
             # Names from the device tables that are ordinary words (`saturate`, `umax`): only a call to one that
             # the file does not declare (declared ones are the user's, above) is worth reporting as unsupported.
@@ -129,6 +131,13 @@ def _release_lacks(target: str, name: str, target_rocm: tuple) -> str | None:
                 f"left as it is; target ROCm {v(later[0])} or port it by hand")
     return (f"`{target}` is gone from ROCm {v(target_rocm)} (its headers; last in {v(having[-1])}): `{name}` left "
             f"as it is; port it by hand")
+
+
+def _declared_as_cuda(name: str, target_rocm: tuple) -> bool:
+    """rules/rocm/same_names.toml: HIPIFY's tables give ``name`` no HIP name, yet the release's headers declare it."""
+    from hipport.releases import same_names
+
+    return same_names().declares(name, target_rocm)
 
 
 def _installed_has(name: str, target_rocm: tuple) -> bool:
