@@ -2,7 +2,8 @@
 
 In a file that includes the legacy header and not the current one, `cublasSscal` is cuBLAS's handle-less legacy
 function, which hipBLAS and rocBLAS do not have: renamed, the call would not compile. Such a name is left as written
-(as hipify-clang leaves it) and reported at each use."""
+(as hipify-clang leaves it) and reported at each use. A name the file defines as a macro itself (a compat branch's
+`#define cublasSgemm hipblasSgemm`) is the project's mapping onto HIP's handle API, not the legacy function."""
 
 from __future__ import annotations
 
@@ -33,6 +34,8 @@ def keep_legacy_names(ctx: "ConversionContext") -> None:
         if ctx.skip[i] or i in ctx.claimed or ctx.user_names.is_users(i):
             continue
         name = src[starts[i] : ends[i]].decode("latin-1")
+        if name in ctx.defines:
+            continue
         lg = next((lg for lg in active if name in names and name + lg.suffix in names), None)
         if lg is None:
             continue

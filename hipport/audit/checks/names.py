@@ -149,6 +149,52 @@ def compat_mapping(ctx: Context, d) -> list[str] | None:
     return problems
 
 
+# Warp built-ins that return nothing and only order the lanes of a wavefront, which run in lockstep on AMD GPUs:
+# a project's `#define __syncwarp()` that expands to nothing is its stand-in for a release without it (HIP has it
+# from ROCm 7.0), not a clash, as long as no HIP header comes after it (ROCm 7.2's amd_warp_sync_functions.h then
+# fails to compile: `void __syncwarp() {` becomes `void  {`, checked with rocm7-hipcc).
+_BARRIERS = {b"__syncwarp"}
+_NOOP = {b"", b"do{}while(0)", b"((void)0)", b"(void)0", b"(void)(0)", b"{}"}
+
+
+def _noop_barrier(ctx: Context, name: bytes, d) -> bool:
+    """`#define __syncwarp()` (or `__syncwarp(mask)`) expanding to nothing, and every call of it passes as many
+    arguments as it takes (a `__syncwarp(mask)` call of a macro without parameters does not compile)."""
+    shape = _macro_params(ctx, d)
+    if name not in _BARRIERS or shape is None:
+        return False
+    params, body = shape
+    if b"".join(ctx.text[j] for j in range(body, d.last) if ctx.kinds[j] != COMMENT) not in _NOOP:
+        return False
+    for i in range(ctx.n):
+        if ctx.text[i] == name and not ctx.in_directive[i] and ctx.t(ctx.next_code(i)) == b"(":
+            if len(_args(ctx, ctx.next_code(i), ctx.n)) != max(len(params), 1) or not params and _args(
+                    ctx, ctx.next_code(i), ctx.n) != [[]]:
+                return False
+    return True
+
+
+def _system_include_after(ctx: Context, d) -> bool:
+    """An `#include <...>` after the directive ``d`` that can be compiled with it (not in another branch of an `#if`
+    around it, `#ifdef USE_ROCM ... #define ... #else #include <cuda_runtime.h>`): a HIP header there sees it."""
+    rel, other_branch = 0, None  # depth relative to d; the depth of an `#if` whose other branch the walk is in
+    for later in ctx.structure.directives:
+        if later.first <= d.first:
+            continue
+        if later.name in (b"if", b"ifdef", b"ifndef"):
+            rel += 1
+        elif later.name == b"endif":
+            if other_branch == rel:
+                other_branch = None
+            rel -= 1
+        elif later.name in (b"elif", b"else"):
+            if rel <= 0 and other_branch is None:
+                other_branch = rel
+        elif later.name == b"include" and other_branch is None and b"<" in ctx.src[later.start:later.end]:
+            return True
+    return False
+
+
 def _block_scope(ctx: Context, i: int) -> bool:
     """Token ``i`` sits in a function body or a block inside one: a variable declared there shadows HIP's
     `warpSize` for that block only (`int warpSize = getWarpSizeCurrentDevice();` in host code) and collides with
@@ -183,6 +229,8 @@ def check(ctx: Context) -> None:
         problems = compat_mapping(ctx, d)
         if problems == []:
             continue  # a compatibility macro onto HIP's correct form: the AMD build means it
+        if problems is None and _noop_barrier(ctx, name, d) and not _system_include_after(ctx, d):
+            continue  # the project's no-op stand-in, defined after HIP's headers: its own code only
         if problems:
             uses = _uses(ctx, name)
             where = (f"; used at line{'s' if len(uses) > 1 else ''} {', '.join(map(str, uses))}" if uses else "")
