@@ -130,6 +130,15 @@ def _tile_sizes(ctx: Context) -> None:
                        subject=arg.decode())
 
 
+# What HIP's cooperative groups accept as a tile size (`is_valid_wavefront` in
+# hip/amd_detail/hip_cooperative_groups_helper.h): up to the target's wavefront (`__AMDGCN_WAVEFRONT_SIZE`) in ROCm
+# 6.4.3, up to 64 on every target in ROCm 7.2.4, so a 64-tile compiles for a 32-lane RDNA target from 7.0 (answered
+# by 7.2, as rules/rocm/releases.toml answers 7.x) and runs wrong there. tests/test_audit_false_alarms.py compiles it
+# with both releases for gfx1100.
+_TILE_LIMIT = 64
+_TILE_UP_TO_64_FROM = (7, 0)
+
+
 def _judge_tile(ctx: Context, k: int, name: str, n: int, archs: tuple[str, ...], how: str) -> None:
     shown = ctx.text[k].decode()
     if n <= 0 or n & (n - 1):
@@ -137,16 +146,25 @@ def _judge_tile(ctx: Context, k: int, name: str, n: int, archs: tuple[str, ...],
                    f"wavefront; it does not compile", severity="error", subject=str(n))
         return
     too_small = [a for a in archs if wave_size(a) < n]
-    if too_small:
+    if too_small and n > _TILE_LIMIT:
+        ctx.report(RULE, k, f"`{name}<{shown}>`{how} is larger than any wavefront ({_TILE_LIMIT} lanes): it does "
+                   f"not compile; use tiles of at most {min(wave_size(a) for a in archs)} threads and combine them "
+                   f"through `__shared__` memory", severity="error", subject=f"{n}")
+    elif too_small:
         largest = max((wave_size(a) for a in archs if wave_size(a) >= n), default=None)
-        lanes = sorted({wave_size(a) for a in too_small})
-        ctx.report(RULE, k, f"`{name}<{shown}>`{how} is larger than the "
-                   f"{' or '.join(str(w) for w in lanes)}-lane wavefront of {', '.join(too_small)}: it does not "
-                   f"compile there; use tiles of at most "
+        lanes = " or ".join(str(w) for w in sorted({wave_size(a) for a in too_small}))
+        compiles = tuple(ctx.rocm[:2]) >= _TILE_UP_TO_64_FROM
+        why = (f"ROCm {_v(_TILE_UP_TO_64_FROM)} and later compile it there, but its {n} threads span "
+               f"{n // min(wave_size(a) for a in too_small)} wavefronts: the tile's shuffles, ballots and `sync()` "
+               f"reach only the lanes of each thread's own wavefront, so a reduction over the tile adds up part of "
+               f"it" if compiles else
+               f"ROCm before {_v(_TILE_UP_TO_64_FROM)} rejects it there (a `static_assert` on the wavefront size)")
+        ctx.report(RULE, k, f"`{name}<{shown}>`{how} is larger than the {lanes}-lane wavefront of "
+                   f"{', '.join(too_small)}: {why}; use tiles of at most "
                    f"{min(wave_size(a) for a in archs)} threads and combine them through `__shared__` memory"
                    + (f" (or drop {', '.join(too_small)} from the targets: {largest} lanes fit the others)"
                       if largest else ""),
-                   severity="error", subject=f"{n}")
+                   severity="warning" if compiles else "error", subject=f"{n}")
     elif n == 32 and any(wave_size(a) == 64 for a in archs):
         ctx.report(RULE, k, f"`{name}<{shown}>`{how} is half of a 64-lane wavefront on "
                    f"{', '.join(a for a in archs if wave_size(a) == 64)}; fine as a 32-thread group, "
