@@ -313,17 +313,21 @@ def _after_line(ctx: ConversionContext, offset: int) -> tuple[int, bool]:
 def _block_at(ctx: ConversionContext, offset: int) -> tuple:
     """The conditional branches around ``offset``, outermost first: for each enclosing conditional, (the index of
     its `#if` directive, the index of the directive opening the branch holding ``offset``)."""
-    stack: list[tuple[int, int]] = []
-    for k, d in enumerate(ctx.structure.directives):
-        if d.start >= offset:
-            break
-        if d.name in _OPENERS:
-            stack.append((k, k))
-        elif d.name in _BRANCHES and stack:
-            stack[-1] = (stack[-1][0], k)
-        elif d.name == b"endif" and stack:
-            stack.pop()
-    return tuple(stack)
+    known = getattr(ctx, "_redefinition_branches", None)
+    if known is None:  # once a file, each directive's state: asked at every definition
+        starts, states, stack = [], [], []
+        for k, d in enumerate(ctx.structure.directives):
+            if d.name in _OPENERS:
+                stack.append((k, k))
+            elif d.name in _BRANCHES and stack:
+                stack[-1] = (stack[-1][0], k)
+            elif d.name == b"endif" and stack:
+                stack.pop()
+            starts.append(d.start)
+            states.append(tuple(stack))
+        known = ctx._redefinition_branches = (starts, states)
+    k = bisect.bisect_left(known[0], offset)  # the directives before ``offset``
+    return known[1][k - 1] if k else ()
 
 
 def _exclusive(a: tuple, b: tuple) -> bool:

@@ -11,6 +11,7 @@ audit` reports those (`warpsize-constexpr`, `warpsize-host`).
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 
 from hipport import directives as dirs
 from hipport.convert.calls import matching_close, next_code, prev_code, template_close
@@ -83,7 +84,9 @@ def device_bodies(ctx: ConversionContext) -> list[tuple[int, int]]:
 
 
 def inside(bodies: list[tuple[int, int]], i: int) -> bool:
-    return any(a < i < b for a, b in bodies)
+    # `device_bodies` gives them in order and apart: only the last body opening before ``i`` can hold it.
+    k = bisect_left(bodies, (i,)) - 1
+    return k >= 0 and i < bodies[k][1]
 
 
 # -- `warpSize` in constant expressions --------------------------------------------------------------------------

@@ -14,7 +14,9 @@ from __future__ import annotations
 import bisect
 import ctypes
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from itertools import accumulate
 
 import clang.cindex as ci
 
@@ -102,16 +104,72 @@ class Call:
     param_types: list[str]     # canonical parameter types of the overload clang chose ([] when unresolved)
 
 
+class _Lazy(Mapping):
+    """Offset -> answer, worked out from the cursors the walk kept for that offset when first asked: the checks
+    ask about a few declarations and calls, the walk meets every one. ``pick(cursors)`` returns the answer or
+    None (then the offset has none). The cursors keep the translation unit alive (`Cursor._tu`)."""
+
+    def __init__(self, pick) -> None:
+        self._pick = pick
+        self._cursors: dict[int, list] = {}
+        self._done: dict[int, object] = {}
+
+    def add(self, offset: int, cursor) -> None:
+        self._cursors.setdefault(offset, []).append(cursor)
+
+    def _answer(self, offset: int):
+        if offset not in self._done:
+            cursors = self._cursors.get(offset)
+            self._done[offset] = self._pick(cursors) if cursors else None
+        return self._done[offset]
+
+    def __getitem__(self, offset: int):
+        found = self._answer(offset)
+        if found is None:
+            raise KeyError(offset)
+        return found
+
+    def __iter__(self):
+        return (offset for offset in self._cursors if self._answer(offset) is not None)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+
 @dataclass(slots=True)
 class Parsed:
     """What the checks may ask of a parse; everything keyed by byte offset in the original source."""
 
-    decl_types: dict[int, str] = field(default_factory=dict)  # name offset of a variable/parameter -> type
-    calls: dict[int, Call] = field(default_factory=dict)       # callee-name offset -> call
+    decl_types: Mapping[int, str] = field(default_factory=dict)  # name offset of a variable/parameter -> type
+    calls: Mapping[int, Call] = field(default_factory=dict)       # callee-name offset -> call
     const_expr_errors: list[tuple[int, int]] = field(default_factory=list)  # (start, end) of "not constant" errors
+    _errors: tuple = ()  # (errors indexed, starts, furthest end so far): answered by a binary search
 
     def in_const_error(self, offset: int) -> bool:
-        return any(s <= offset < e for s, e in self.const_expr_errors)
+        if not self._errors or self._errors[0] != len(self.const_expr_errors):
+            spans = sorted(self.const_expr_errors)
+            self._errors = (len(spans), [a for a, _ in spans], list(accumulate((b for _, b in spans), max)))
+        _, starts, reach = self._errors
+        k = bisect.bisect_right(starts, offset) - 1
+        return k >= 0 and reach[k] > offset
+
+
+def _decl_type(cursors: list) -> str:
+    return cursors[-1].type.get_canonical().spelling  # the last declaration the walk met there
+
+
+def _call_of(call_names: frozenset[str]):
+    def pick(cursors: list) -> Call | None:
+        for child in reversed(cursors):  # the last call of interest the walk met there
+            if child.spelling in call_names:
+                ref = child.referenced
+                params = []
+                if ref is not None and ref.kind in (ci.CursorKind.FUNCTION_DECL, ci.CursorKind.FUNCTION_TEMPLATE):
+                    params = [a.type.get_canonical().spelling for a in ref.get_arguments()]
+                args = [_written_type(a) for a in child.get_arguments()]
+                return Call(child.spelling, args, params)
+        return None
+    return pick
 
 
 def _written_type(expr: ci.Cursor) -> str:
@@ -141,9 +199,15 @@ _CONST_MESSAGES = ("constant expression", "variable length array", "variable-len
                    "not an integral constant", "must be initialized by a constant", "cannot appear in a constant")
 
 
-def parse(src: bytes, regions: list[tuple[int, int]], call_names: frozenset[str]) -> Parsed | None:
+def parse(src: bytes, regions: list[tuple[int, int]], call_names: frozenset[str],
+          marks: list[int] | None = None) -> Parsed | None:
     """Parse ``src`` and collect declaration types and calls inside ``regions`` (sorted byte ranges).
-    None when libclang cannot produce a translation unit at all."""
+    None when libclang cannot produce a translation unit at all.
+
+    ``marks``, sorted byte offsets of every token that may bring a recorded cursor into an expression (a name of
+    ``call_names``, a macro of the file, a `{` that opens a lambda's or a statement expression's body, a name
+    spelled across a line continuation), lets the walk skip an expression without one: there it can meet no
+    declaration and no call of interest. The answers are those of the whole walk, at a fraction of the cursors."""
     text = _INCLUDE_LINE.sub(_blank, src)
     try:
         tu = _get_index().parse(_NAME, args=_ARGS, unsaved_files=[(_NAME, text), (_STUB, _STUB_TEXT)],
@@ -163,38 +227,80 @@ def parse(src: bytes, regions: list[tuple[int, int]], call_names: frozenset[str]
             out.const_expr_errors.extend(spans or [(loc.offset, loc.offset + 1)])
     if not regions:
         return out
+    out.decl_types = decls = _Lazy(_decl_type)
+    out.calls = calls = _Lazy(_call_of(call_names))
     starts = [r[0] for r in regions]
     ends = [r[1] for r in regions]
     lib = ci.conf.lib
     extent_of, range_start, range_end = lib.clang_getCursorExtent, lib.clang_getRangeStart, lib.clang_getRangeEnd
-    locate = lib.clang_getInstantiationLocation
+    locate, location_of = lib.clang_getInstantiationLocation, lib.clang_getCursorLocation
     offset, file_ = ctypes.c_uint(), ci.c_object_p()
     offset_ref, file_ref = ctypes.byref(offset), ctypes.byref(file_)
     file_names: dict[int, str] = {}
     VAR, PARM, FIELD, CALL = (ci.CursorKind.VAR_DECL.value, ci.CursorKind.PARM_DECL.value,
                               ci.CursorKind.FIELD_DECL.value, ci.CursorKind.CALL_EXPR.value)
     TOP = ci.CursorKind.TRANSLATION_UNIT.value
+    FIRST_EXPR, LAST_EXPR = 100, 199  # CXCursor_FirstExpr .. CXCursor_LastExpr
     failed: list[BaseException] = []
+    # A location in the input file is encoded as the file's base plus the byte offset: read from the raw
+    # encoding, an offset costs no call into libclang. Checked on the file's first and last byte, and against
+    # libclang's own answer for the first cursors; any other location (the stub, a macro) asks libclang.
+    main = tu.get_file(_NAME)
+    base = lib.clang_getLocationForOffset(tu, main, 0).int_data if main else 0
+    limit = base + len(text)
+    fast = [0 < base < (1 << 31) and lib.clang_getLocationForOffset(tu, main, len(text)).int_data == limit, 256]
+
+    def slow_offset(location) -> int:
+        locate(location, None, None, None, offset_ref)
+        return offset.value
+
+    def raw_offsets(ext) -> tuple[int, int] | None:
+        b, e = ext.begin_int_data, ext.end_int_data
+        if not (fast[0] and base <= b <= limit and base <= e <= limit):
+            return None
+        if fast[1]:
+            fast[1] -= 1
+            if (slow_offset(range_start(ext)), slow_offset(range_end(ext))) != (b - base, e - base):
+                fast[0] = False
+                return None
+        return b - base, e - base
 
     def overlaps(cursor: ci.Cursor, top: bool) -> bool:
         ext = extent_of(cursor)
-        start = range_start(ext)
-        if top:
-            # Below the top level everything of interest is spelled in the input (the stub only declares).
-            locate(start, file_ref, None, None, offset_ref)
-            if not file_:
-                return False
-            key = ctypes.cast(file_, ctypes.c_void_p).value
-            if key not in file_names:
-                file_names[key] = ci.File(file_).name
-            if file_names[key] != _NAME:
-                return False
+        span = raw_offsets(ext)
+        if span is not None:
+            s, e = span
         else:
-            locate(start, None, None, None, offset_ref)
-        s = offset.value
-        locate(range_end(ext), None, None, None, offset_ref)
-        k = bisect.bisect_right(starts, offset.value) - 1
+            start = range_start(ext)
+            if top:
+                # Below the top level everything of interest is spelled in the input (the stub only declares).
+                locate(start, file_ref, None, None, offset_ref)
+                if not file_:
+                    return False
+                key = ctypes.cast(file_, ctypes.c_void_p).value
+                if key not in file_names:
+                    file_names[key] = ci.File(file_).name
+                if file_names[key] != _NAME:
+                    return False
+            else:
+                locate(start, None, None, None, offset_ref)
+            s = offset.value
+            e = slow_offset(range_end(ext))
+        k = bisect.bisect_right(starts, e) - 1
         return k >= 0 and ends[k] >= s
+
+    def decl_offset(cursor: ci.Cursor) -> int:
+        raw = location_of(cursor).int_data
+        if fast[0] and base <= raw <= limit and not fast[1]:
+            return raw - base
+        return cursor.location.offset
+
+    def plain_expression(cursor: ci.Cursor) -> bool:
+        span = raw_offsets(extent_of(cursor))
+        if span is None:
+            return False
+        k = bisect.bisect_left(marks, span[0])
+        return k == len(marks) or marks[k] >= span[1]
 
     def visit(child: ci.Cursor, parent: ci.Cursor, _data) -> int:
         # One walk of the tree in libclang (`CXChildVisit_Recurse`), each cursor seen in the order a recursion
@@ -203,20 +309,16 @@ def parse(src: bytes, regions: list[tuple[int, int]], call_names: frozenset[str]
             if not overlaps(child, parent._kind_id == TOP):
                 return 1
             kind = child._kind_id
+            if marks is not None and FIRST_EXPR <= kind <= LAST_EXPR and plain_expression(child):
+                return 1
             if kind == VAR or kind == PARM or kind == FIELD:
                 child._tu = tu
-                out.decl_types[child.location.offset] = child.type.get_canonical().spelling
+                decls.add(decl_offset(child), child)
             elif kind == CALL:
                 child._tu = tu
-                if child.spelling in call_names:
-                    ref = child.referenced
-                    params = []
-                    if ref is not None and ref.kind in (ci.CursorKind.FUNCTION_DECL,
-                                                        ci.CursorKind.FUNCTION_TEMPLATE):
-                        params = [a.type.get_canonical().spelling for a in ref.get_arguments()]
-                    args = [_written_type(a) for a in child.get_arguments()]
-                    # The callee name is the first token of the call's extent for a plain call.
-                    out.calls[child.extent.start.offset] = Call(child.spelling, args, params)
+                # The callee name is the first token of the call's extent for a plain call.
+                span = raw_offsets(extent_of(child))
+                calls.add(span[0] if span is not None else child.extent.start.offset, child)
             return 2
         except BaseException as exc:  # noqa: BLE001 - raised again below, out of libclang's frames
             failed.append(exc)

@@ -368,11 +368,22 @@ class Context:
                              if any(self.text[k] in hot for k in range(fn.body[0], fn.body[1])))
             signals_before = interrupts_raised()
             try:
-                self._parsed = clangparse.parse(self.src, regions, _CALLS_OF_INTEREST)
+                self._parsed = clangparse.parse(self.src, regions, _CALLS_OF_INTEREST, self._parse_marks())
             except Exception:  # a libclang failure must not cost the token-level findings
                 reraise_if_interrupted_since(signals_before)  # ctypes wraps a Ctrl-C in ArgumentError
                 self._parsed = None
         return self._parsed  # type: ignore[return-value]
+
+    def _parse_marks(self) -> list[int]:
+        """Byte offsets of the tokens that can put a recorded cursor inside an expression (clangparse.parse): the
+        calls of interest, the file's macros, `{`, and names spelled across a line continuation."""
+        marks = [k for name in _CALLS_OF_INTEREST_B | set(self.macros) for k in self.positions(name)]
+        marks += [m.start() for m in re.finditer(rb"\{", self.tokens.first_bytes())]
+        if b"<%" in self.src:  # the digraph of `{`
+            marks += [k for k in range(self.n) if self.text[k] == b"<%"]
+        if b"\\" in self.src:
+            marks += [k for k in range(self.n) if self.kinds[k] == IDENT and b"\\" in self.text[k]]
+        return sorted(self.starts[k] for k in marks)
 
     def decl_type(self, name_index: int) -> str | None:
         p = self.parsed()
