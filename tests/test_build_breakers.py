@@ -159,6 +159,41 @@ def test_cu_file_calling_the_runtime_gets_its_header(rules, tmp_path):
     assert "use of undeclared identifier 'hipGetDeviceCount'" in syntax_check(tmp_path / "plain.cu").stderr
 
 
+CU_UNIT = FIXTURES / "cu-unit"  # a folder of its own: these pairs need their file names (.cu or not) to convert
+
+
+@pytest.mark.parametrize("name", ["host-unit", "pragma-once"])
+def test_every_cu_file_gets_the_runtime_header_nvcc_gave_it(rules, name):
+    """nvcc includes cuda_runtime.h in every .cu file, so one that names no CUDA function (vector types, `dim3`,
+    only a library's calls) builds with it; hipcc includes no HIP header. hipify-clang writes the include too."""
+    source = CU_UNIT / f"{name}.cu"
+    expected = (CU_UNIT / f"{name}.hip.cu").read_bytes()
+    assert convert_source(source.read_bytes(), rules, OPTIONS, path=source.name).after == expected
+    assert convert_source(expected, rules, OPTIONS, path=source.name).after == expected
+
+
+@pytest.mark.parametrize("name", ["host-unit.noop.cuh", "runtime-first.noop.cu"])
+def test_a_header_or_a_cu_file_with_the_runtime_header_stays(rules, name):
+    src = (CU_UNIT / name).read_bytes()
+    result = convert_source(src, rules, OPTIONS, path=name)
+    assert result.after == src and not result.findings
+
+
+@pytest.mark.parametrize("release", ["7.2", "6.4"])
+def test_the_runtime_header_is_what_makes_a_host_cu_file_build(release, tmp_path):
+    from hipcc import real_compile
+
+    for name in ("host-unit", "pragma-once"):
+        hip = tmp_path / f"{name}.hip.cu"
+        hip.write_bytes((CU_UNIT / f"{name}.hip.cu").read_bytes())
+        r = real_compile(hip, release)
+        assert r.returncode == 0, r.stderr[-3000:]
+    bare = tmp_path / "bare.cu"
+    bare.write_bytes((CU_UNIT / "host-unit.hip.cu").read_bytes().replace(b"#include <hip/hip_runtime.h>\n", b""))
+    r = real_compile(bare, release)
+    assert r.returncode != 0 and "unknown type name 'float4'" in r.stderr, r.stderr[-3000:]
+
+
 OLD = ConvertOptions(rocm_version=(5, 2))
 
 

@@ -168,13 +168,13 @@ def test_user_rules_win(tree, tmp_path):
 
 
 def test_summary_lists_unsupported_and_unknown_names(tmp_path):
-    f = tmp_path / "u.cu"
+    f = tmp_path / "u.cuh"  # a header: a .cu file would get the runtime include nvcc gave it
     f.write_bytes(b"void f() { cudaDeviceFlushGPUDirectRDMAWrites(a, b); cudaBrandNewThing(); }\n")
     r = hipport("convert", "--check", f)
     assert r.returncode == 0, r.stderr  # reported, but nothing to change
     assert b"cudaDeviceFlushGPUDirectRDMAWrites" in r.stderr and b"no HIP equivalent" in r.stderr
     assert b"cudaBrandNewThing" in r.stderr and b"no rule knows" in r.stderr
-    assert b"u.cu:1:12" in r.stderr
+    assert b"u.cuh:1:12" in r.stderr
 
 
 def test_help_documents_every_option():

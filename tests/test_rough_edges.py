@@ -451,7 +451,7 @@ def test_9_no_deprecated_click_get_text_stream():
 
 def test_9_check_quiet_names_each_file_that_would_change(tmp_path, monkeypatch):
     (tmp_path / "a.cu").write_bytes(BAD_SOURCE)
-    (tmp_path / "b.cu").write_bytes(b"int plain;\n")
+    (tmp_path / "b.cpp").write_bytes(b"int plain;\n")  # a .cu file would get the runtime include nvcc gave it
     (tmp_path / "c.cu").write_bytes(BAD_SOURCE)
     monkeypatch.chdir(tmp_path)
     result = CliRunner().invoke(main, ["convert", ".", "--check", "-q", "--no-hipify-perl", "--no-cache"])
@@ -459,7 +459,7 @@ def test_9_check_quiet_names_each_file_that_would_change(tmp_path, monkeypatch):
     assert result.stdout == "a.cu\nc.cu\n"
     assert result.stderr == ""
     assert (tmp_path / "a.cu").read_bytes() == BAD_SOURCE
-    result = CliRunner().invoke(main, ["convert", "b.cu", "--check", "-q", "--no-hipify-perl"])
+    result = CliRunner().invoke(main, ["convert", "b.cpp", "--check", "-q", "--no-hipify-perl"])
     assert result.exit_code == 0 and result.output == "", result.output
 
 

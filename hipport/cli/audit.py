@@ -196,7 +196,7 @@ def _audit_batch(batch, options: AuditOptions, cache: ResultCache | None, conver
         src = item[0]
         size += len(src)
         ahead.append(src)  # what the audit lexes where no `#if` branch is dead for AMD
-        converted = lexed_input(src, converter.rules())
+        converted = lexed_input(src, converter.rules(), str(source.path))
         if converted is not None and converted is not src and converted != src:
             ahead.append(converted)  # what the conversion lexes (a byte-order mark dropped)
         for header, st in item[3]:

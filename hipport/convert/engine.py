@@ -76,17 +76,17 @@ def convert_source(src: bytes, rules: RuleSet, options: ConvertOptions = Convert
         other = options.tree.of(path)[0]
         if other:  # only the other platform's branches include it (`#else #include "vendors/cuda.h"`)
             return FileResult(path, src, src, other_platform=other)
-    if not may_need_work(src, rules):
+    if not may_need_work(src, rules, path):
         return FileResult(path, src, src)
     return run_passes(ConversionContext(path, src, rules, options))
 
 
-def lexed_input(src: bytes, rules: RuleSet) -> bytes | None:
+def lexed_input(src: bytes, rules: RuleSet, path: str = "") -> bytes | None:
     """The bytes `convert_source` will hand the lexer for ``src``, or None when it will not lex it: what a run lexes
     ahead, many files at a time (`scan.lexed_ahead`)."""
     if src.startswith(_BOM):
         src = src[len(_BOM):]
-    return src if may_need_work(src, rules) else None
+    return src if may_need_work(src, rules, path) else None
 
 
 _BOM = b"\xef\xbb\xbf"

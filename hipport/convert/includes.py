@@ -9,6 +9,7 @@ from fnmatch import fnmatchcase
 from hipport import directives as dirs
 from hipport import rocm
 from hipport.convert.context import ConversionContext, break_before, token_at, top_of_file
+from hipport.convert.quick import CUDA_UNITS
 from hipport.scan import COMMENT, IDENT, PUNCT
 
 HIP_RUNTIME = b"hip/hip_runtime.h"
@@ -140,18 +141,20 @@ def _scan_device_code(ctx: ConversionContext) -> bool:
 
 
 # nvcc includes cuda_runtime.h in every .cu file it compiles, so the headers those files include may use the runtime
-# without including it; hipcc includes no HIP runtime header. Host sources (.cpp, .c), compiled by a host compiler,
-# had to include it themselves.
+# without including it; hipcc includes no HIP runtime header (ROCm 7.2.4's hipcc: `float4`, `dim3` and `hipMalloc`
+# are undeclared in a .hip file without it). Host sources (.cpp, .c), compiled by a host compiler, had to include it
+# themselves.
 _IMPLICIT_RUNTIME_SUFFIXES = (".cu", ".cuh", ".h", ".hpp", ".hh", ".hxx", ".inl", ".inc")
 _RUNTIME_CATEGORIES = frozenset({"runtime", "driver"})
 
 
 def insert_runtime_include(ctx: ConversionContext) -> None:
-    """`#include <hip/hip_runtime.h>` in a file with device code, or in a .cu file or header that uses the runtime or
-    driver API without including it (nvcc includes cuda_runtime.h in every .cu file itself)."""
+    """`#include <hip/hip_runtime.h>` in a .cu file (what nvcc gave it: CUDA's vector types and `dim3` need no
+    name the rename tables know), in a file with device code, or in a header that uses the runtime or driver API
+    without including it."""
     if ctx.has_runtime:
         return
-    if not has_device_code(ctx) and not (
+    if not ctx.path.lower().endswith(CUDA_UNITS) and not has_device_code(ctx) and not (
             ctx.path.lower().endswith(_IMPLICIT_RUNTIME_SUFFIXES)
             and any(c.category in _RUNTIME_CATEGORIES for c in ctx.result.conversions)):
         return

@@ -56,11 +56,15 @@ def _wake_words(rules: RuleSet) -> tuple[frozenset, tuple[bytes, ...], re.Patter
     return made[2:]
 
 
-def may_need_work(src: bytes, rules: RuleSet) -> bool:
+# nvcc's translation units: every one gets HIP's runtime header (`includes.insert_runtime_include`), whatever it names.
+CUDA_UNITS = (".cu",)
+
+
+def may_need_work(src: bytes, rules: RuleSet, path: str = "") -> bool:
     """Most files of a large tree have no CUDA and no HIP in them: decide that with regexes. Anything that could
     matter to a rule (a CUDA-prefixed name, a known unprefixed name, a CUDA header, a launch, a CUDA header-guard
-    macro without a prefix, a word of `wake_on`) sends the file to the full path."""
-    if PREFIXED.search(src) or b"<<<" in src:
+    macro without a prefix, a word of `wake_on`) sends the file to the full path, and so does a `.cu` file."""
+    if PREFIXED.search(src) or b"<<<" in src or path.lower().endswith(CUDA_UNITS):
         return True
     if any(m.group(1).decode("latin-1").strip() in rules.headers for m in _INCLUDE.finditer(src)):
         return True

@@ -133,7 +133,7 @@ def read_ahead(batch: list[Source], rules: RuleSet, cache: ResultCache | None) -
         size += len(item[0])
         if item[2] is not None:
             continue
-        text = lexed_input(item[0], rules)
+        text = lexed_input(item[0], rules, str(source.path))
         if text is not None:
             ahead.append(text)
     return loaded, ahead
