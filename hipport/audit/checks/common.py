@@ -129,18 +129,14 @@ def operand_before(ctx: Context, op: int) -> int:
 
 def enclosing_open(ctx: Context, i: int, opener: bytes = b"(") -> int:
     """Index of the nearest unmatched ``opener`` before ``i`` (or -1), crossing only balanced brackets."""
-    k = i - 1
+    k = ctx.open_before(i)  # the open brackets around ``i``, innermost first
     while k >= 0:
         t = ctx.text[k]
-        if t in (b")", b"]", b"}") and ctx.match(k) >= 0:
-            k = ctx.match(k) - 1
-            continue
-        if t in (b"(", b"[", b"{"):
-            if t == opener:
-                return k
-            if t == b"{":
-                return -1
-        k -= 1
+        if t == opener:
+            return k
+        if t == b"{":
+            return -1
+        k = ctx.open_before(k)
     return -1
 
 
@@ -306,7 +302,15 @@ def operand_mentions(ctx: Context, first: int, last: int, names: set[bytes]) -> 
 
 def thread_derived(ctx: Context, fn) -> set[bytes]:
     """Variables of ``fn`` whose value is computed from the thread index (`tid = threadIdx.x`,
-    `i = blockIdx.x * blockDim.x + threadIdx.x`, `lane = tid & 31`), not loaded from memory."""
+    `i = blockIdx.x * blockDim.x + threadIdx.x`, `lane = tid & 31`), not loaded from memory. Worked out once a
+    function (several checks ask): the set returned is shared, not to be changed."""
+    known = ctx.__dict__.setdefault("_thread_derived", {})
+    if fn.body not in known:
+        known[fn.body] = _thread_derived(ctx, fn)
+    return known[fn.body]
+
+
+def _thread_derived(ctx: Context, fn) -> set[bytes]:
     from hipport.audit.checks.context import LANE_FUNCS, THREAD_INDEX
 
     seeds = THREAD_INDEX | LANE_FUNCS

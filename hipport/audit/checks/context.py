@@ -4,8 +4,12 @@ object-like macros, kernel parameters and launches, allocations, and (on demand)
 from __future__ import annotations
 
 import re
+from array import array
 from bisect import bisect_left, bisect_right
+from collections import defaultdict
 from dataclasses import dataclass, field
+from functools import lru_cache
+from itertools import compress
 
 from hipport import directives as dirs
 from hipport.audit.checks import clangparse
@@ -30,6 +34,7 @@ ALLOC_KINDS = {
 }
 
 
+@lru_cache(maxsize=4096)  # the checks ask it of every literal, and a file repeats a few literals many times
 def int_value(text: bytes) -> int | None:
     m = _INT_LITERAL.match(text)
     if not m:
@@ -98,6 +103,8 @@ class Context:
         self._function_names: frozenset[bytes] | None = None
         self._finding_lines: dict[str, list] = {}
         self._declarations: dict[bytes, list[int]] = {}
+        self._where: dict[tuple, list[int]] = {}
+        self._open_before: array | None = None
         # Type aliases (`typedef __half half_t;`) of the headers the file includes with quotes, set by the engine.
         self.header_aliases: dict[bytes, str] = {}
         # Warp-size constants of 32 (`#define WARP_SIZE 32`, `constexpr int kWarpSize = 32;`, an enumerator): this
@@ -268,22 +275,49 @@ class Context:
         """Indices of the tokens spelled ``word`` (in directives too), in file order, for an identifier or keyword
         (other tokens are not indexed)."""
         if self._positions is None:
-            index: dict[bytes, list[int]] = {}
-            text, kinds = self.text, self.kinds
-            for i in range(self.n):
-                if kinds[i] == IDENT or kinds[i] == KEYWORD:
-                    found = index.get(text[i])
-                    if found is None:
-                        index[text[i]] = [i]
-                    else:
-                        found.append(i)
-            self._positions = index
+            index: dict[bytes, list[int]] = defaultdict(list)
+            text = self.text
+            for i in compress(range(self.n), map(_WORD_KINDS.__contains__, self.kinds)):
+                index[text[i]].append(i)
+            self._positions = dict(index)
         return self._positions.get(word, _NONE)
 
     def positions_between(self, word: bytes, first: int, last: int) -> list[int]:
         """`positions(word)` in ``first`` <= index < ``last``."""
         found = self.positions(word)
         return found[bisect_left(found, first):bisect_left(found, last)]
+
+    def positions_where(self, word: bytes, test) -> list[int]:
+        """`positions(word)` that ``test(ctx, k)`` accepts, made once a word and test: ``test`` is a function of the
+        tokens alone, defined once (a module's function, not a lambda made at each call)."""
+        found = self._where.get((word, test))
+        if found is None:
+            found = self._where[(word, test)] = [k for k in self.positions(word) if test(self, k)]
+        return found
+
+    def where_between(self, word: bytes, test, first: int, last: int) -> list[int]:
+        """`positions_where(word, test)` in ``first`` <= index < ``last``."""
+        found = self.positions_where(word, test)
+        return found[bisect_left(found, first):bisect_left(found, last)]
+
+    def open_before(self, i: int) -> int:
+        """Index of the nearest bracket before token ``i`` that is still open there (`(`, `[` or `{`, matched
+        pairs stepped over), or -1: the first step of `common.enclosing_open`, made for every token in one pass,
+        as a walk back to the `{` of a long host function would cost a pass per question."""
+        if self._open_before is None:
+            text, match = self.text, self._match
+            before = array("l", bytes(8 * (self.n + 1)))
+            before[0] = -1
+            for k in range(self.n):  # before[k + 1] from token k
+                t = text[k]
+                if t in _OPEN:
+                    before[k + 1] = k
+                elif t in _CLOSE and match[k] >= 0:
+                    before[k + 1] = before[match[k]]
+                else:
+                    before[k + 1] = before[k]
+            self._open_before = before
+        return self._open_before[i]
 
     # -- helpers for checks ---------------------------------------------------------------------
     def next_code(self, i: int) -> int:
@@ -558,6 +592,7 @@ class Context:
 
 
 _NONE: list[int] = []
+_WORD_KINDS = frozenset({IDENT, KEYWORD})
 
 
 class _Nest:

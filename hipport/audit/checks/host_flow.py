@@ -220,21 +220,16 @@ def token_at(ctx: Context, offset: int) -> int | None:
 
 def uses_before(ctx: Context, name: bytes, before: int, after: int = -1):
     """Indices of the identifier tokens ``name`` between ``after`` and ``before`` (exclusive), nearest first:
-    found with a byte search, so a walk back to a declaration costs no pass over every token."""
-    src, lo = ctx.src, ctx.ends[after] if after >= 0 else 0
-    end = ctx.starts[before] if before < ctx.n else len(src)
-    while True:
-        end = src.rfind(name, lo, end)
-        if end < 0:
-            return
-        k = token_at(ctx, end)
-        if k is not None and ctx.text[k] == name and ctx.kinds[k] == IDENT:
-            yield k
+    from the file's index of names, so a walk back to a declaration costs no pass over every token."""
+    kinds = ctx.kinds
+    return (k for k in reversed(ctx.positions_between(name, after + 1, before)) if kinds[k] == IDENT)
 
 
 def decl_before(ctx: Context, name: bytes, before: int, after: int = -1) -> int | None:
     """The nearest declaration of ``name`` before ``before`` (as `Context.find_decl` judges one)."""
-    return next((k for k in uses_before(ctx, name, before, after) if ctx.is_decl_name(k)), None)
+    found = ctx.declarations(name)  # a host function launching many kernels asks from every launch
+    k = bisect_left(found, before) - 1
+    return found[k] if k >= 0 and found[k] > after else None
 
 
 def indent_of(ctx: Context, k: int) -> bytes:

@@ -426,25 +426,30 @@ def _follow(ctx: Context, k: int, hops: int, at: int) -> Empty | None:
 def _reassigned(ctx: Context, name: bytes, decl: int, before: int) -> bool:
     """Whether ``name`` (or a member of it) is assigned, incremented or has its address taken between ``decl``
     and ``before``."""
-    for k in range(decl + 1, before):
-        if ctx.text[k] != name or ctx.kinds[k] != IDENT:
-            continue
-        p, q = ctx.prev_code(k), ctx.next_code(k)
-        if ctx.t(p) in (b"&", b"++", b"--") and ctx.kinds[ctx.prev_code(p)] not in (IDENT, LITERAL):
-            return True
-        if ctx.t(q) == b".":
-            q = ctx.next_code(ctx.next_code(q))
-        if ctx.t(q) in (b"=", b"+=", b"-=", b"*=", b"/=", b"%=", b"<<=", b">>=", b"|=", b"&=", b"++", b"--"):
-            return True
-    return False
+    # Each launch asks about the sizes it is given: the changes of a name are listed once, then searched.
+    return bool(ctx.where_between(name, _changed_at, decl + 1, before))
+
+
+def _changed_at(ctx: Context, k: int) -> bool:
+    if ctx.kinds[k] != IDENT:
+        return False
+    p, q = ctx.prev_code(k), ctx.next_code(k)
+    if ctx.t(p) in (b"&", b"++", b"--") and ctx.kinds[ctx.prev_code(p)] not in (IDENT, LITERAL):
+        return True
+    if ctx.t(q) == b".":
+        q = ctx.next_code(ctx.next_code(q))
+    return ctx.t(q) in (b"=", b"+=", b"-=", b"*=", b"/=", b"%=", b"<<=", b">>=", b"|=", b"&=", b"++", b"--")
 
 
 def _dim3_decl(ctx: Context, name: bytes, before: int) -> int | None:
     """`dim3 name(...)`, `dim3 name{...}` or `dim3 name = ...` before ``before``."""
-    for k in host_flow.uses_before(ctx, name, before):
-        if ctx.t(ctx.prev_code(k)) == b"dim3" and ctx.t(ctx.next_code(k)) in (b"(", b"{", b"="):
-            return k
-    return None
+    found = ctx.where_between(name, _dim3_declared, 0, before)
+    return found[-1] if found else None
+
+
+def _dim3_declared(ctx: Context, k: int) -> bool:
+    return ctx.kinds[k] == IDENT and ctx.t(ctx.prev_code(k)) == b"dim3" and ctx.t(ctx.next_code(k)) in (
+        b"(", b"{", b"=")
 
 
 def _dim3_init(ctx: Context, decl: int) -> list[list[int]] | None:

@@ -155,10 +155,7 @@ def _full_mask_assignments(ctx: Context, decl: int, word: bytes) -> list:
     fn = ctx.function_at(decl)
     end = fn.body[1] if fn is not None else ctx.n
     edits = []
-    for k in range(decl + 1, end):
-        if ctx.text[k] != word or ctx.kinds[k] != IDENT or ctx.t(ctx.next_code(k)) != b"=" \
-                or ctx.t(ctx.prev_code(k)) in (b".", b"->", b"::"):
-            continue
+    for k in ctx.where_between(word, _assigned_at, decl + 1, end):  # listed once a name: asked at each mask
         first = ctx.next_code(ctx.next_code(k))
         last = first
         while last < ctx.n and ctx.text[last] not in (b";", b",", b")"):
@@ -167,6 +164,11 @@ def _full_mask_assignments(ctx: Context, decl: int, word: bytes) -> list:
         if is32 and value == 0xFFFFFFFF:
             edits.append(ctx.edit(first, FULL64, ctx.prev_code(last)))
     return edits
+
+
+def _assigned_at(ctx: Context, k: int) -> bool:
+    return ctx.kinds[k] == IDENT and ctx.t(ctx.next_code(k)) == b"=" and ctx.t(ctx.prev_code(k)) not in (
+        b".", b"->", b"::")
 
 
 def _check_by_type(ctx: Context, i: int, code: list[int], name: str) -> None:
