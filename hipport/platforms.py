@@ -101,9 +101,13 @@ def lines_of(src: bytes) -> list[Line]:
             k += 1
         if k < len(hidden) and hidden[k][0] < start:
             continue  # inside a block comment
-        text = _CONTINUATION.sub(b" ", m.group(2)).decode("latin-1")
-        out.append(Line((m.group(1) or b"").decode("latin-1"), _COMMENTS.sub(" ", text).strip(), start, m.end()))
+        out.append(Line((m.group(1) or b"").decode("latin-1"), directive_text(m.group(2)), start, m.end()))
     return out
+
+
+def directive_text(rest: bytes) -> str:
+    """What follows a directive's name, as one line without comments."""
+    return _COMMENTS.sub(" ", _CONTINUATION.sub(b" ", rest).decode("latin-1")).strip()
 
 
 # -- conditions -----------------------------------------------------------------------------------------------
@@ -612,11 +616,13 @@ class TreeFacts:
     """What a whole run's tree says about each file's platform (`tree_facts`). Hashable, and shown by a digest of
     its content: it is part of the conversion options, which key the result cache."""
 
-    __slots__ = ("other_platform", "inherited", "macros", "compat_macros", "compat_functions", "_digest")
+    __slots__ = ("other_platform", "inherited", "macros", "compat_macros", "compat_functions", "amd_only",
+                 "hip_build", "_digest")
 
     def __init__(self, other_platform: dict | None = None, inherited: dict | None = None,
                  macros: frozenset = frozenset(), compat_macros: frozenset = frozenset(),
-                 compat_functions: frozenset = frozenset()) -> None:
+                 compat_functions: frozenset = frozenset(), amd_only: dict | None = None,
+                 hip_build: str = "") -> None:
         # file (absolute, normalised) -> why it is the other platform's: only the other platform's branches include it
         self.other_platform = dict(other_platform or {})
         # file -> why it builds for both platforms although it has no HIP path of its own: a file that has one
@@ -628,11 +634,17 @@ class TreeFacts:
         # layer sees it
         self.compat_macros = frozenset(compat_macros)
         self.compat_functions = frozenset(compat_functions)
+        # file -> why only the AMD build compiles it: only AMD branches include it (ggml's `vendors/hip.h`)
+        self.amd_only = dict(amd_only or {})
+        # the tree's own AMD build, where it has one (`ggml-hip/CMakeLists.txt: `enable_language(HIP)``): its other
+        # build files are the NVIDIA build's
+        self.hip_build = hip_build
         import hashlib
 
         h = hashlib.sha256(repr((sorted(self.other_platform.items()), sorted(self.inherited.items()),
                                  sorted(self.macros), sorted(self.compat_macros),
-                                 sorted(self.compat_functions))).encode())
+                                 sorted(self.compat_functions), sorted(self.amd_only.items()),
+                                 self.hip_build)).encode())
         self._digest = h.hexdigest()[:16]
 
     def __repr__(self) -> str:
@@ -646,12 +658,13 @@ class TreeFacts:
 
     def __reduce__(self):
         return (TreeFacts, (self.other_platform, self.inherited, self.macros, self.compat_macros,
-                            self.compat_functions))
+                            self.compat_functions, self.amd_only, self.hip_build))
 
-    def of(self, path: str) -> tuple[str, str]:
-        """(why ``path`` is the other platform's or "", why it inherits a HIP path or "")."""
+    def of(self, path: str) -> tuple[str, str, str]:
+        """(why ``path`` is the other platform's, why it builds for both platforms as part of a file that has a HIP
+        path, why only the AMD build compiles it), each "" where it is not."""
         key = os.path.normpath(os.path.abspath(path))
-        return self.other_platform.get(key, ""), self.inherited.get(key, "")
+        return self.other_platform.get(key, ""), self.inherited.get(key, ""), self.amd_only.get(key, "")
 
 
 @dataclass(slots=True)
@@ -661,6 +674,7 @@ class _TreeFile:
     own_path: bool      # tests the platform macros or maps CUDA names onto HIP ones
     macros: frozenset
     functions: frozenset
+    amd: dict = field(default_factory=dict)  # header -> why: included on a branch only the AMD build compiles
 
 
 def _read_tree_file(path: str, macros_of_interest: frozenset, defined: set) -> _TreeFile | None:
@@ -670,10 +684,10 @@ def _read_tree_file(path: str, macros_of_interest: frozenset, defined: set) -> _
     except OSError:
         return None
     if b"#" not in src:
-        return _TreeFile([], [], False, frozenset(), frozenset())
+        return _TreeFile([], [], False, frozenset(), frozenset(), {})
     lines = lines_of(src)
     branches = classify(lines)
-    live, dead = [], []
+    live, dead, amd = [], [], {}
     for ln in lines:
         if ln.kind == "define" and macros_of_interest and not branches.in_other(ln.start):
             m = _DEFINE.match(ln.text)
@@ -685,19 +699,22 @@ def _read_tree_file(path: str, macros_of_interest: frozenset, defined: set) -> _
         header = resolve_quoted(m.group(1), path) if m else None
         if header is None or header == path:
             continue
+        test = _enclosing_test(branches, ln.start)
         if branches.in_other(ln.start):
-            test = _enclosing_test(branches, ln.start)
             dead.append((header, f"{Path(path).name} includes it under `{test}`" if test else
                          f"{Path(path).name} includes it on the other platform's branch"))
         else:
             live.append(header)
+            if branches.in_amd(ln.start):
+                amd.setdefault(header, f"{Path(path).name} includes it under `{test}`" if test else
+                               f"{Path(path).name} includes it on the AMD build's branch")
     own_path = bool(branches.tests) or any(ln.kind == "define" and HIP_PATH_MAP.match(ln.text) is not None
                                            and not branches.in_other(ln.start) for ln in lines)
     macros = functions = frozenset()
     if own_path:  # the project's compatibility layer: what it defines
         own = own_facts(src, lines, branches)
         macros, functions = own.macros, own.functions
-    return _TreeFile(live, dead, own_path, macros, functions)
+    return _TreeFile(live, dead, own_path, macros, functions, amd)
 
 
 def tree_facts(paths: list, macros_of_interest: frozenset = frozenset()) -> TreeFacts:
@@ -760,13 +777,25 @@ def tree_facts(paths: list, macros_of_interest: frozenset = frozenset()) -> Tree
 
     for path in files:
         reaches(path, set())
-    # ... and down: a header included by a file with one is compiled in that file's context.
+    # A header that only AMD branches include (or files only the AMD build compiles) is the AMD build's alone.
+    amd_only: dict[str, str] = {}
+    changed = True
+    while changed:
+        changed = False
+        for header, includers in live_by.items():
+            if header in amd_only or header in other:
+                continue
+            whys = [files[f].amd.get(header) or amd_only.get(f) for f in includers if f not in other]
+            if whys and all(whys):
+                amd_only[header] = next(w for w in whys if w)
+                changed = True
+    # ... and down: a header a file with a HIP path includes on its shared code is compiled in that file's context.
     inherited: dict[str, str] = {}
-    work = [p for p in files if up.get(p) and p not in other]
+    work = [p for p in files if up.get(p) and p not in other and p not in amd_only]
     while work:
         path = work.pop()
         for h in files[path].live:
-            if h in other or up.get(h) or h in inherited or h not in files:
+            if h in other or h in amd_only or up.get(h) or h in inherited or h not in files:
                 continue
             inherited[h] = f"included by `{Path(path).name}`, which builds for both platforms"
             work.append(h)
@@ -777,7 +806,8 @@ def tree_facts(paths: list, macros_of_interest: frozenset = frozenset()) -> Tree
             compat_functions |= f.functions
     keep = set(sources)
     return TreeFacts({p: w for p, w in other.items() if p in keep}, {p: w for p, w in inherited.items() if p in keep},
-                     frozenset(defined), frozenset(compat_macros), frozenset(compat_functions))
+                     frozenset(defined), frozenset(compat_macros), frozenset(compat_functions),
+                     {p: w for p, w in amd_only.items() if p in keep})
 
 
 def _enclosing_test(branches: Branches, offset: int) -> str:

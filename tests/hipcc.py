@@ -231,3 +231,31 @@ def real_compile(path: Path, release: str = "7.2", archs=REAL_ARCHS, *extra: str
                "-c", str(path), "-o", str(Path(out) / "unit.o")]
         return subprocess.run(cmd, capture_output=True, text=True, cwd=path.parent, timeout=timeout,
                               env={k: v for k, v in os.environ.items() if k != "HIP_PLATFORM"})
+
+
+# nvcc for the NVIDIA build of projects that keep CUDA as their main source (tests/test_single_source.py): their
+# converted files must still compile there. Compile only (`-c`, object thrown away); no GPU needed.
+NVCC = shutil.which("nvcc") or next((p for p in ("/usr/local/bin/nvcc", "/usr/local/cuda/bin/nvcc")
+                                     if os.access(p, os.X_OK)), None)
+
+
+def require_nvcc() -> str:
+    """Path of nvcc; skips without it on a developer machine, fails under CI=true."""
+    need(NVCC, "nvcc (CUDA's compiler, for the NVIDIA build of single-source projects)",
+         "install the CUDA toolkit's nvcc (CUDA 12 or 13), or put it on PATH")
+    return NVCC
+
+
+def nvcc_compile(path: Path, *extra: str, timeout: int = 300) -> subprocess.CompletedProcess:
+    """`nvcc -c -x cu PATH -o /dev/null` from the file's folder, so quoted includes resolve as usual."""
+    exe = require_nvcc()
+    path = Path(path).resolve()
+    return subprocess.run([exe, "-c", "-x", "cu", *extra, str(path), "-o", os.devnull], capture_output=True,
+                          text=True, cwd=path.parent, timeout=timeout)
+
+
+def require_cc() -> str:
+    """A C compiler for the CPU-only configuration (`cc`); skips without one, fails under CI=true."""
+    exe = shutil.which("cc") or shutil.which("gcc")
+    need(exe, "a C compiler (cc)", "apt-get install gcc")
+    return exe

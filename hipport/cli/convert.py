@@ -359,12 +359,24 @@ def _copy_rest(rest, sources, results, output_dir, summary) -> None:
 def _tree_facts(sources):
     """What the run's tree says of each file's platform: headers only the NVIDIA branches include, headers compiled
     within a file that builds for AMD already, the GPU macros the tree defines itself (`platforms.tree_facts`)."""
-    from hipport.platforms import tree_facts
+    from hipport.platforms import TreeFacts, tree_facts
     from hipport.semantic import load_semantic
+
+    from hipport.convert.single_source import hip_path_of_cmake
 
     sem = load_semantic()
     interesting = frozenset(sem.device_pass) | frozenset(sem.guards) | frozenset(sem.version_macros)
-    return tree_facts([s.path for s in sources if s.skip is None and s.build is None], interesting)
+    facts = tree_facts([s.path for s in sources if s.skip is None and s.build is None], interesting)
+    for s in sources:  # a CMake file that enables HIP: the tree's own AMD build
+        if s.skip is None and s.build == "cmake":
+            try:
+                why = hip_path_of_cmake(s.path.read_bytes())
+            except OSError:
+                continue
+            if why:
+                return TreeFacts(facts.other_platform, facts.inherited, facts.macros, facts.compat_macros,
+                                 facts.compat_functions, facts.amd_only, f"`{show(s.rel)}`: {why}")
+    return facts
 
 
 def verify_converted(toolchain, sources, results, write, output_dir, include_dirs, jobs, rocm, defines=()):

@@ -137,28 +137,6 @@ def _uses(ctx: ConversionContext, names: set) -> tuple[list[int], bool]:
     return uses, declared
 
 
-def declares_itself(ctx: ConversionContext, name: str) -> bool:
-    """Whether the file declares or defines a function or macro ``name`` outside the other platform's branches."""
-    if name.encode() not in ctx.src:
-        return False
-    branches = ctx.platform.branches
-    tokens, structure = ctx.tokens, ctx.structure
-    word = name.encode()
-    for i in range(len(tokens)):
-        if tokens.kinds[i] != IDENT or tokens.text(i) != word or branches.in_other(tokens.starts[i]):
-            continue
-        if structure.in_directive[i]:
-            d = structure.directives[bisect.bisect_right([x.first for x in structure.directives], i) - 1]
-            if d.name == b"define" and _next_code(ctx, d.first + 1, d.last) is not None and \
-                    _next_code(ctx, _next_code(ctx, d.first + 1, d.last) + 1, d.last) == i:
-                return True
-            continue
-        j = _next_code(ctx, i + 1, len(tokens))
-        if j is not None and tokens.text(j) == b"(" and _declares(ctx, i):
-            return True
-    return False
-
-
 def _prev_code(ctx: ConversionContext, i: int) -> int | None:
     kinds = ctx.tokens.kinds
     i -= 1

@@ -18,17 +18,14 @@ it were CUDA only breaks both builds: the `#else` branch's `<cuda_runtime.h>` is
 
 from __future__ import annotations
 
+import bisect
 import re
-from typing import TYPE_CHECKING
 
 from hipport import directives as dirs
 from hipport import platforms
 from hipport.convert.usernames import CUDA_PREFIX
 from hipport.model import Conversion, Finding
-from hipport.scan import COMMENT, IDENT, PUNCT
-
-if TYPE_CHECKING:
-    from hipport.convert.context import ConversionContext
+from hipport.scan import COMMENT, IDENT, KEYWORD, PUNCT
 
 GPU_SUFFIXES = (".cu", ".cuh", ".hip")
 # Sources a host compiler builds; their CUDA or HIP content must show outside the GPU compilers' corners.
@@ -43,19 +40,20 @@ _CONDITIONS = {b"if", b"ifdef", b"ifndef", b"elif", b"elifdef", b"elifndef"}
 class FilePlatform:
     """What one file's branches are for, and what it and its quoted headers define on the AMD path."""
 
-    def __init__(self, ctx: ConversionContext) -> None:
+    def __init__(self, ctx) -> None:  # a ConversionContext (not imported: it imports this module)
         self._ctx = ctx
         self._declared: dict[str, bool] = {}
         tokens = ctx.tokens
         lines = []
-        for d in ctx.structure.directives:
-            text = b" ".join(tokens.text(k) for k in range(d.first + 2, d.last) if tokens.kinds[k] != COMMENT)
-            lines.append(platforms.Line(d.name.decode("latin-1"), text.decode("latin-1"), d.start, d.end))
+        for d in ctx.structure.directives:  # the condition as written (`#if defined(USE_HIP)`), comments out
+            start = tokens.ends[d.first + 1] if d.first + 1 < d.last else d.end
+            lines.append(platforms.Line(d.name.decode("latin-1"), platforms.directive_text(ctx.src[start:d.end]),
+                                        d.start, d.end))
         basic = platforms.classify(lines)
         own = platforms.own_facts(ctx.src, lines, basic, functions=False)
         self.headers = platforms.file_facts(ctx.path, lines, basic)
         tree = ctx.options.tree
-        self.other_file, inherited = tree.of(ctx.path) if tree is not None and ctx.path else ("", "")
+        self.other_file, inherited, amd_file = tree.of(ctx.path) if tree is not None and ctx.path else ("", "", "")
         first = basic.tests[0] if basic.tests else None
         if first is not None:
             why = f"`{first[1]}` at line {ctx.lines.line_col(first[0])[0]}"
@@ -66,9 +64,11 @@ class FilePlatform:
         else:
             why = inherited
         self.own_hip_path = why if first is not None or own.maps else ""
-        # `.hip` files are compiled for AMD only: a HIP path, but no code nvcc builds.
-        self.hip_path = why or ("a `.hip` file" if ctx.path.endswith(".hip") else "")
-        self.single_source = bool(why) and not ctx.path.endswith(".hip")
+        # `.hip` files, and headers only AMD branches include, are compiled for AMD only: a HIP path, but no code
+        # nvcc builds.
+        amd_only = "a `.hip` file" if ctx.path.endswith(".hip") else amd_file
+        self.hip_path = (why if not amd_only or first is not None or own.maps else "") or amd_only
+        self.single_source = bool(why) and not amd_only
         known = self.headers
         if self.single_source and tree is not None:
             # Compiled with the tree's compatibility layer (through its -I folders, or within a file that has it).
@@ -100,13 +100,11 @@ class FilePlatform:
     def _declares(self, name: str) -> bool:
         found = self._declared.get(name)
         if found is None:
-            from hipport.convert.shims import declares_itself  # here: shims imports the context
-
-            found = self._declared[name] = declares_itself(self._ctx, name)
+            found = self._declared[name] = _declared_at_file_scope(self._ctx, name, self.branches)
         return found
 
 
-def is_gpu_source(ctx: ConversionContext) -> bool:
+def is_gpu_source(ctx) -> bool:
     """A CUDA or HIP source: a `.cu`/`.cuh`/`.hip` file (or one of unknown kind), or a host source with CUDA or HIP
     outside the corners it keeps for GPU compilers (`#ifdef __CUDACC__`, the branches of a platform test): a CUDA or
     HIP header, device code or a launch, a name of the rename tables or of HIP, that the file does not declare."""
@@ -149,7 +147,47 @@ def is_gpu_source(ctx: ConversionContext) -> bool:
     return False
 
 
-def _define_bodies(ctx: ConversionContext) -> set[int]:
+# A name followed by `(` after one of these is called, not declared (`return __vsub4(a, b);`).
+_CALL_WORDS = {b"return", b"else", b"do", b"case", b"throw", b"co_return", b"co_yield", b"sizeof", b"decltype",
+               b"new", b"delete", b"typeid", b"alignof", b"goto"}
+
+
+def _declared_at_file_scope(ctx, name: str, branches) -> bool:
+    """Whether the file defines a macro ``name``, or declares a function ``name`` at file scope (a project's own
+    `static __device__ unsigned int __vsub4(...)`; one in a namespace of its own is another name), outside the other
+    platform's branches."""
+    word = name.encode()
+    if word not in ctx.src:
+        return False
+    tokens, structure = ctx.tokens, ctx.structure
+    kinds, in_directive = tokens.kinds, structure.in_directive
+    for d in structure.directives:
+        if d.name == b"define" and d.first + 2 < d.last and tokens.text(d.first + 2) == word \
+                and not branches.in_other(d.start):
+            return True
+    depth = 0
+    prev = -1  # the last code token before the one looked at
+    for i in range(len(tokens)):
+        if kinds[i] == COMMENT or in_directive[i]:
+            continue
+        t = tokens.text(i)
+        if t == b"{":
+            depth += 1
+        elif t == b"}":
+            depth = max(0, depth - 1)
+        elif depth == 0 and t == word and kinds[i] == IDENT and prev >= 0 and not branches.in_other(tokens.starts[i]):
+            j = i + 1
+            while j < len(tokens) and kinds[j] == COMMENT:
+                j += 1
+            before = tokens.text(prev)
+            if j < len(tokens) and tokens.text(j) == b"(" and before not in _CALL_WORDS and (
+                    kinds[prev] in (IDENT, KEYWORD) or before in (b"*", b"&")):
+                return True
+        prev = i
+    return False
+
+
+def _define_bodies(ctx) -> set[int]:
     """Token indices of the bodies of the file's `#define`s (code, unlike a condition's names)."""
     out: set[int] = set()
     for d in ctx.structure.directives:
@@ -158,17 +196,18 @@ def _define_bodies(ctx: ConversionContext) -> set[int]:
     return out
 
 
-def _token_at(ctx: ConversionContext, offset: int) -> int | None:
-    from hipport.convert.context import token_at
+def _token_at(ctx, offset: int) -> int | None:
+    """Index of the token starting at ``offset`` (None inside a comment, string or longer token)."""
+    starts = ctx.tokens.starts
+    i = bisect.bisect_left(starts, offset)
+    return i if i < len(starts) and starts[i] == offset else None
 
-    return token_at(ctx.tokens, offset)
 
-
-def keep_to_amd(ctx: ConversionContext) -> None:
+def keep_to_amd(ctx) -> None:
     """Drop what the passes did where it would harm the other platform (see the module's text)."""
     plat = ctx.platform
     branches = plat.branches
-    if not branches.other and not plat.single_source:
+    if not branches.other and not plat.hip_path:
         return
     shared_ok = platforms.platform_data().shared_categories
     conversions = ctx.result.conversions
@@ -182,8 +221,8 @@ def keep_to_amd(ctx: ConversionContext) -> None:
             kept_conv.append(False)
         elif plat.single_source and conv.category not in shared_ok and not branches.in_amd(start, end):
             kept_conv.append(False)
-        elif plat.single_source and plat.defines(conv.cuda):
-            kept_conv.append(False)  # on the AMD branch too, a name the project maps itself stays its own
+        elif plat.hip_path and plat.defines(conv.cuda):
+            kept_conv.append(False)  # on AMD branches and in AMD-only files too, a name the project maps stays its own
         else:
             kept_conv.append(True)
     edits = []
@@ -202,14 +241,14 @@ def keep_to_amd(ctx: ConversionContext) -> None:
         _report_kept(ctx, dropped)
 
 
-def _in_other_line(ctx: ConversionContext, line: int, col: int) -> bool:
+def _in_other_line(ctx, line: int, col: int) -> bool:
     starts = ctx.lines.starts
     if not 1 <= line <= len(starts):
         return False
     return ctx.platform.branches.in_other(starts[line - 1] + max(col, 1) - 1)
 
 
-def _report_kept(ctx: ConversionContext, dropped: list[Conversion]) -> None:
+def _report_kept(ctx, dropped: list[Conversion]) -> None:
     """One finding per CUDA name left in the code both builds compile, unless the project maps it for AMD itself
     (then the AMD build resolves it through that macro, and nothing is missing)."""
     plat = ctx.platform
@@ -224,23 +263,30 @@ def _report_kept(ctx: ConversionContext, dropped: list[Conversion]) -> None:
             continue  # the project's compatibility layer maps it: the AMD build has it already
         line = conv.line
         if conv.category == "include":
-            message = (f"`{conv.cuda}` kept: this file builds for both platforms ({where}); the AMD build needs "
-                       f"`{conv.hip}` on its own branch (`#ifdef __HIP_PLATFORM_AMD__` ... `#else` ... `#endif`)")
+            message = (f"`{conv.cuda}` left: this file also builds for NVIDIA ({where}); for AMD include "
+                       f"`{conv.hip}` on an AMD branch (`#ifdef __HIP_PLATFORM_AMD__`)")
         elif re.fullmatch(r"[A-Za-z_]\w*", conv.hip or "") and re.fullmatch(r"[A-Za-z_]\w*", conv.cuda):
-            message = (f"`{conv.cuda}` kept: this file builds for both platforms ({where}), and `{conv.hip}` would "
-                       f"break its NVIDIA build; map it for AMD where the project does (`#define {conv.cuda} "
-                       f"{conv.hip}`)")
+            message = (f"`{conv.cuda}` left: this file also builds for NVIDIA ({where}); for AMD, map it where "
+                       f"the project does: `#define {conv.cuda} {conv.hip}`")
         else:
-            message = (f"`{conv.cuda}` kept: this file builds for both platforms ({where}); its HIP form "
-                       f"(`{conv.hip}`) would break the NVIDIA build: give the AMD build its own branch")
+            message = (f"`{conv.cuda}` left: this file also builds for NVIDIA ({where}); its HIP form "
+                       f"(`{conv.hip[:60]}`) needs a branch of its own for AMD")
         ctx.result.findings.append(Finding(FINDING, "warning", line, 1, message, subject=conv.cuda))
+
+
+_CMAKE_HIP = (
+    (re.compile(rb"\benable_language\s*\(\s*HIP\b", re.I), lambda m: "`enable_language(HIP)`"),
+    (re.compile(rb"\bLANGUAGE\s+HIP\b"), lambda m: "`LANGUAGE HIP`"),
+    (re.compile(rb"\bLANGUAGES\s+(?:\w+\s+)*?HIP\b"), lambda m: "`" + " ".join(m.group().decode().split()) + "`"),
+    (re.compile(rb"\bproject\s*\([^)]*\bHIP\b", re.I), lambda m: "`project(... HIP)`"),
+)
 
 
 def hip_path_of_cmake(src: bytes) -> str:
     """Why a CMake file already builds for AMD (`enable_language(HIP)`, `LANGUAGE HIP`, `project(... HIP)`), or ""."""
     text = re.sub(rb"#[^\n]*", b"", src)
-    m = re.search(rb"\benable_language\s*\(\s*HIP\b|\bLANGUAGES?\s+(?:\w+\s+)*?HIP\b|\bproject\s*\([^)]*\bHIP\b",
-                  text, re.I)
-    if m is None:
-        return ""
-    return "`" + re.sub(rb"\s+", b" ", m.group()).decode("latin-1").strip() + "`"
+    for pattern, why in _CMAKE_HIP:
+        m = pattern.search(text)
+        if m is not None:
+            return why(m)
+    return ""

@@ -28,10 +28,11 @@ __all__ = ["CATEGORY", "DROPPED", "NOTE", "UNTRANSLATED", "convert_build_file", 
 def convert_build_text(src: bytes, kind: str, options: ConvertOptions = ConvertOptions(),
                        path: str = "<build file>") -> tuple[FileResult, set[str]]:
     """Convert a build file of ``kind`` ("make" or "cmake"); also returns the ids of the rules that acted."""
-    if kind == "cmake":
-        why = hip_path_of_cmake(src)
-        if why:  # the project's own HIP build (`enable_language(HIP)`): rewriting its CUDA side breaks NVIDIA's
-            return FileResult(path, src, src, hip_path=why), set()
+    why = hip_path_of_cmake(src) if kind == "cmake" else ""
+    if why:  # the project's own HIP build (`enable_language(HIP)`): rewriting its CUDA side breaks NVIDIA's
+        return FileResult(path, src, src, hip_path=why), set()
+    if options.tree is not None and options.tree.hip_build:  # the tree builds for AMD with its own: this is NVIDIA's
+        return FileResult(path, src, src, hip_path=f"the tree's AMD build is {options.tree.hip_build}"), set()
     make_rules, cmake_rules = load_build_rules()
     ctx = BuildContext(path, src.decode("latin-1"), tuple(options.offload_arch), options.roc, make_rules)
     if kind == "make":

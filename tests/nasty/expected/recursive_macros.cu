@@ -1,5 +1,5 @@
 #include <hip/hip_runtime.h>
-#define hipFree hipFree
+#define cudaFree hipFree
 #define A B
 #define B A
 #define SELF(x) SELF(SELF(x))
