@@ -265,7 +265,8 @@ def parse(src: bytes, regions: list[tuple[int, int]], call_names: frozenset[str]
                 return None
         return b - base, e - base
 
-    def overlaps(cursor: ci.Cursor, top: bool) -> bool:
+    def place(cursor: ci.Cursor, top: bool) -> tuple[int, int, bool] | None:
+        """(first, end offset, read from the encoding) of a cursor that overlaps a region; None for the others."""
         ext = extent_of(cursor)
         span = raw_offsets(ext)
         if span is not None:
@@ -276,18 +277,18 @@ def parse(src: bytes, regions: list[tuple[int, int]], call_names: frozenset[str]
                 # Below the top level everything of interest is spelled in the input (the stub only declares).
                 locate(start, file_ref, None, None, offset_ref)
                 if not file_:
-                    return False
+                    return None
                 key = ctypes.cast(file_, ctypes.c_void_p).value
                 if key not in file_names:
                     file_names[key] = ci.File(file_).name
                 if file_names[key] != _NAME:
-                    return False
+                    return None
             else:
                 locate(start, None, None, None, offset_ref)
             s = offset.value
             e = slow_offset(range_end(ext))
         k = bisect.bisect_right(starts, e) - 1
-        return k >= 0 and ends[k] >= s
+        return (s, e, span is not None) if k >= 0 and ends[k] >= s else None
 
     def decl_offset(cursor: ci.Cursor) -> int:
         raw = location_of(cursor).int_data
@@ -295,30 +296,24 @@ def parse(src: bytes, regions: list[tuple[int, int]], call_names: frozenset[str]
             return raw - base
         return cursor.location.offset
 
-    def plain_expression(cursor: ci.Cursor) -> bool:
-        span = raw_offsets(extent_of(cursor))
-        if span is None:
-            return False
-        k = bisect.bisect_left(marks, span[0])
-        return k == len(marks) or marks[k] >= span[1]
-
     def visit(child: ci.Cursor, parent: ci.Cursor, _data) -> int:
         # One walk of the tree in libclang (`CXChildVisit_Recurse`), each cursor seen in the order a recursion
         # over `get_children` sees it; the subtrees outside the regions are skipped (`CXChildVisit_Continue`).
         try:
-            if not overlaps(child, parent._kind_id == TOP):
+            where = place(child, parent._kind_id == TOP)
+            if where is None:
                 return 1
             kind = child._kind_id
-            if marks is not None and FIRST_EXPR <= kind <= LAST_EXPR and plain_expression(child):
-                return 1
+            if marks is not None and FIRST_EXPR <= kind <= LAST_EXPR and where[2]:
+                k = bisect.bisect_left(marks, where[0])
+                if k == len(marks) or marks[k] >= where[1]:
+                    return 1  # an expression with no mark: nothing recorded can be inside
             if kind == VAR or kind == PARM or kind == FIELD:
                 child._tu = tu
                 decls.add(decl_offset(child), child)
             elif kind == CALL:
                 child._tu = tu
-                # The callee name is the first token of the call's extent for a plain call.
-                span = raw_offsets(extent_of(child))
-                calls.add(span[0] if span is not None else child.extent.start.offset, child)
+                calls.add(where[0], child)  # the callee name is the first token of a plain call's extent
             return 2
         except BaseException as exc:  # noqa: BLE001 - raised again below, out of libclang's frames
             failed.append(exc)
