@@ -429,7 +429,7 @@ class HeaderFacts:
     other_only: frozenset = frozenset()
     amd_only: frozenset = frozenset()
     functions: frozenset = frozenset()
-    platform: str = ""                   # the first header found with a HIP path ("hip.h"), or ""
+    platform: str = ""                   # the first header that maps CUDA names onto HIP ones ("hip.h"), or ""
     includes_hip_runtime: bool = False   # one of them includes <hip/hip_runtime.h> on the AMD path
 
     def __or__(self, other: HeaderFacts) -> HeaderFacts:
@@ -529,7 +529,7 @@ def header_facts(path: str, depth: int = 1) -> HeaderFacts:
     try:
         lines = lines_of(src)
         branches, own, _ = classify_file(src, lines)
-        platform = os.path.basename(path) if (branches.tests or own.maps) else ""
+        platform = os.path.basename(path) if own.maps else ""
         facts = HeaderFacts(own.macros, own.other_only, own.amd_only, own.functions, platform, own.runtime)
         for header in live_includes(lines, branches, path):
             if header != path:
@@ -545,14 +545,14 @@ def header_facts(path: str, depth: int = 1) -> HeaderFacts:
 def classify_file(src: bytes, lines: list[Line], known: HeaderFacts | None = None,
                   single_source: bool | None = None,
                   functions: bool = True) -> tuple[Branches, OwnFacts, AmdBuildModel | None]:
-    """A file's branches and facts (its functions only with ``functions``). One with a HIP path (it tests a
-    platform switch or maps CUDA names, or ``single_source``) is judged again as its AMD build sees CUDA's and the
-    project's macros (`AmdBuildModel`), with what ``known`` (its headers) defines."""
+    """A file's branches and facts (its functions only with ``functions``). One that builds for AMD through a
+    compatibility layer (it maps CUDA names onto HIP ones, or ``single_source``) is judged again as its AMD build sees
+    CUDA's and the project's macros (`AmdBuildModel`), with what ``known`` (its headers) defines."""
     data = platform_data()
     branches = classify(lines, data)
     own = own_facts(src, lines, branches, functions=False)
     if single_source is None:
-        single_source = bool(branches.tests) or own.maps
+        single_source = own.maps
     model = None
     if single_source:
         known = known or HeaderFacts()
@@ -617,12 +617,12 @@ class TreeFacts:
     its content: it is part of the conversion options, which key the result cache."""
 
     __slots__ = ("other_platform", "inherited", "macros", "compat_macros", "compat_functions", "amd_only",
-                 "hip_build", "_digest")
+                 "hip_build", "context", "_digest")
 
     def __init__(self, other_platform: dict | None = None, inherited: dict | None = None,
                  macros: frozenset = frozenset(), compat_macros: frozenset = frozenset(),
                  compat_functions: frozenset = frozenset(), amd_only: dict | None = None,
-                 hip_build: str = "") -> None:
+                 hip_build: str = "", context: frozenset = frozenset()) -> None:
         # file (absolute, normalised) -> why it is the other platform's: only the other platform's branches include it
         self.other_platform = dict(other_platform or {})
         # file -> why it builds for both platforms although it has no HIP path of its own: a file that has one
@@ -639,12 +639,14 @@ class TreeFacts:
         # the tree's own AMD build, where it has one (`ggml-hip/CMakeLists.txt: `enable_language(HIP)``): its other
         # build files are the NVIDIA build's
         self.hip_build = hip_build
+        # files of the part of the tree that builds for AMD already (`tree_facts`)
+        self.context = frozenset(context)
         import hashlib
 
         h = hashlib.sha256(repr((sorted(self.other_platform.items()), sorted(self.inherited.items()),
                                  sorted(self.macros), sorted(self.compat_macros),
                                  sorted(self.compat_functions), sorted(self.amd_only.items()),
-                                 self.hip_build)).encode())
+                                 self.hip_build, sorted(self.context))).encode())
         self._digest = h.hexdigest()[:16]
 
     def __repr__(self) -> str:
@@ -658,7 +660,11 @@ class TreeFacts:
 
     def __reduce__(self):
         return (TreeFacts, (self.other_platform, self.inherited, self.macros, self.compat_macros,
-                            self.compat_functions, self.amd_only, self.hip_build))
+                            self.compat_functions, self.amd_only, self.hip_build, self.context))
+
+    def in_context(self, path: str) -> bool:
+        """``path`` is in the part of the tree that builds for AMD already."""
+        return os.path.normpath(os.path.abspath(path)) in self.context
 
     def of(self, path: str) -> tuple[str, str, str]:
         """(why ``path`` is the other platform's, why it builds for both platforms as part of a file that has a HIP
@@ -671,10 +677,11 @@ class TreeFacts:
 class _TreeFile:
     live: list          # headers included outside the other platform's branches
     dead: list          # (header, why) included only on the other platform's branches
-    own_path: bool      # tests the platform macros or maps CUDA names onto HIP ones
+    own_path: bool      # maps CUDA names onto HIP ones (`#define cudaMalloc hipMalloc`): a compatibility layer
     macros: frozenset
     functions: frozenset
     amd: dict = field(default_factory=dict)  # header -> why: included on a branch only the AMD build compiles
+    amd_region: bool = False                 # it has a branch only the AMD build compiles
 
 
 def _read_tree_file(path: str, macros_of_interest: frozenset, defined: set) -> _TreeFile | None:
@@ -708,13 +715,13 @@ def _read_tree_file(path: str, macros_of_interest: frozenset, defined: set) -> _
             if branches.in_amd(ln.start):
                 amd.setdefault(header, f"{Path(path).name} includes it under `{test}`" if test else
                                f"{Path(path).name} includes it on the AMD build's branch")
-    own_path = bool(branches.tests) or any(ln.kind == "define" and HIP_PATH_MAP.match(ln.text) is not None
-                                           and not branches.in_other(ln.start) for ln in lines)
+    own_path = any(ln.kind == "define" and HIP_PATH_MAP.match(ln.text) is not None and not branches.in_other(ln.start)
+                   for ln in lines)
     macros = functions = frozenset()
     if own_path:  # the project's compatibility layer: what it defines
         own = own_facts(src, lines, branches)
         macros, functions = own.macros, own.functions
-    return _TreeFile(live, dead, own_path, macros, functions, amd)
+    return _TreeFile(live, dead, own_path, macros, functions, amd, bool(branches.amd))
 
 
 def tree_facts(paths: list, macros_of_interest: frozenset = frozenset()) -> TreeFacts:
@@ -760,23 +767,9 @@ def tree_facts(paths: list, macros_of_interest: frozenset = frozenset()) -> Tree
                 other[header] = (f"only {Path(sorted(includers)[0]).name} includes it, which is the other "
                                  "platform's")
             changed = True
-    # A HIP path reaches up (a file sees what the headers it includes give it) ...
-    up: dict[str, bool] = {}
-
-    def reaches(path: str, stack: set) -> bool:
-        if path in up:
-            return up[path]
-        f = files.get(path)
-        if f is None or path in stack:
-            return False
-        stack.add(path)
-        found = f.own_path or any(reaches(h, stack) for h in f.live if h not in other)
-        stack.discard(path)
-        up[path] = found
-        return found
-
-    for path in files:
-        reaches(path, set())
+    # A compatibility layer reaches up: a file sees what the headers it includes give it.
+    up = _closure({p for p, f in files.items() if f.own_path and p not in other},
+                  lambda p: (f for f in live_by.get(p, ()) if f not in other))
     # A header that only AMD branches include (or files only the AMD build compiles) is the AMD build's alone.
     amd_only: dict[str, str] = {}
     changed = True
@@ -791,14 +784,21 @@ def tree_facts(paths: list, macros_of_interest: frozenset = frozenset()) -> Tree
                 changed = True
     # ... and down: a header a file with a HIP path includes on its shared code is compiled in that file's context.
     inherited: dict[str, str] = {}
-    work = [p for p in files if up.get(p) and p not in other and p not in amd_only]
+    work = [p for p in files if p in up and p not in other and p not in amd_only]
     while work:
         path = work.pop()
         for h in files[path].live:
-            if h in other or h in amd_only or up.get(h) or h in inherited or h not in files:
+            if h in other or h in amd_only or h in up or h in inherited or h not in files:
                 continue
             inherited[h] = f"included by `{Path(path).name}`, which builds for both platforms"
             work.append(h)
+    # The part of the tree that builds for AMD already: files with a HIP path (a compatibility layer, a branch only
+    # the AMD build compiles), what includes them and what they include. A plain header's `#ifdef __CUDACC__` there
+    # is arranged for both builds; elsewhere it is CUDA's, to port.
+    seeds = {p for p, f in files.items() if (f.own_path or f.amd_region) and p not in other}
+    context = _closure(seeds, lambda p: (f for f in live_by.get(p, ()) if f not in other))
+    context = _closure(context, lambda p: (h for h in files[p].live if h in files and h not in other) if p in files
+                       else ())
     compat_macros, compat_functions = set(), set()
     for f in files.values():
         if f.own_path:
@@ -807,7 +807,19 @@ def tree_facts(paths: list, macros_of_interest: frozenset = frozenset()) -> Tree
     keep = set(sources)
     return TreeFacts({p: w for p, w in other.items() if p in keep}, {p: w for p, w in inherited.items() if p in keep},
                      frozenset(defined), frozenset(compat_macros), frozenset(compat_functions),
-                     {p: w for p, w in amd_only.items() if p in keep})
+                     {p: w for p, w in amd_only.items() if p in keep}, "", frozenset(context & keep))
+
+
+def _closure(seeds: set, neighbours) -> set:
+    """``seeds`` and everything reached from them through ``neighbours`` (a function of a node)."""
+    reached = set(seeds)
+    work = list(seeds)
+    while work:
+        for n in neighbours(work.pop()):
+            if n not in reached:
+                reached.add(n)
+                work.append(n)
+    return reached
 
 
 def _enclosing_test(branches: Branches, offset: int) -> str:

@@ -14,9 +14,9 @@ with nvcc, a plain C file with cc.
 * vendor_headers: ggml's layout (`vendors/hip.h` and `vendors/cuda.h` picked by `PROJ_USE_HIP`): the CUDA vendor
   header is left alone, tests of `__CUDA_ARCH__` (which hip.h defines) stay, no stand-in for the `__vsub4` and
   `__vcmpne4` hip.h defines, a guarded stand-in for `__dp4a`, which it lacks.
-* plain_files: a public C header with a `#ifdef __CUDACC__` corner, a C file of a CPU backend whose `register`
-  binds an `asm` register, another backend's `struct __nv_fp8_e4m3`: left alone; a CUDA-only `.cu` of the same
-  tree (the look-alike) converts as before.
+* plain_files: a public C header with a `#ifdef __CUDACC__` corner, included by a GPU backend that builds for
+  both (`backend.cu`), a C file of a CPU backend whose `register` binds an `asm` register, another backend's
+  `struct __nv_fp8_e4m3`: left alone; a CUDA-only `.cu` of the same tree (the look-alike) converts as before.
 """
 
 from __future__ import annotations
@@ -47,6 +47,8 @@ BUILDS = [
     ("vendor_headers", "ops.cu", "amd", ("-DPROJ_USE_HIP",)),
     ("vendor_headers", "ops.cu", "nvidia", ()),
     ("plain_files", "cpu.c", "cpu", ()),
+    ("plain_files", "backend.cu", "amd", ("-DUSE_HIP",)),
+    ("plain_files", "backend.cu", "nvidia", ()),
     ("plain_files", "gpu.cu", "amd", ()),  # the CUDA-only file, ported: it builds for AMD now
 ]
 
@@ -95,7 +97,9 @@ def test_the_summary_says_the_tree_already_builds_for_amd(converted):
     assert "3 files with a HIP path (first: " in line and "common.cuh: `#if defined(PROJ_USE_HIP)` at line 4)" in line
     assert line.endswith("; 1 file only the other platform's branches include, left alone")
     _, plain = converted["plain_files"]
-    assert not any("already builds for AMD" in line for line in plain.stderr.splitlines())
+    line = next(line for line in plain.stderr.splitlines() if "already builds for AMD" in line)
+    assert line.startswith("  already builds for AMD: 1 file with a HIP path (first: ")
+    assert "backend.cu: `#ifdef USE_HIP` at line 2)" in line  # proj.h and cpu.c are not counted: no HIP of their own
 
 
 @pytest.mark.parametrize("name, rel, config, flags", BUILDS, ids=[f"{c}-{f}-{k}" for c, f, k, _ in BUILDS])
@@ -122,10 +126,10 @@ def test_a_name_the_compat_header_does_not_map_is_kept_and_reported(rules, tmp_p
     found = [(f.rule_id, f.subject, f.line) for f in result.findings]
     assert found == [("single-source", "cudaDeviceSynchronize", 2)]  # cudaMalloc: the header maps it
     message = result.findings[0].message
-    assert message == ("`cudaDeviceSynchronize` left: this file also builds for NVIDIA (includes `gpu.h`, which builds "
-                       "it for AMD); for AMD, map it where the project does: "
+    assert message == ("`cudaDeviceSynchronize` left: this file also builds for NVIDIA (includes `gpu.h`, which maps "
+                       "CUDA names for AMD); for AMD, map it where the project does: "
                        "`#define cudaDeviceSynchronize hipDeviceSynchronize`")
-    assert result.hip_path == "includes `gpu.h`, which builds it for AMD"
+    assert result.hip_path == "includes `gpu.h`, which maps CUDA names for AMD"
 
 
 def test_a_cuda_only_file_keeps_its_conversion(rules):
@@ -140,6 +144,7 @@ def test_a_cuda_only_file_keeps_its_conversion(rules):
     (b"#define cudaStreamNonBlocking hipStreamNonBlocking\n", True),
     (b"#define cudaMallocHost(ptr, size) hipHostMalloc(ptr, size, hipHostMallocDefault)\n", True),
     (b"#undef cudaMalloc\n#define cudaMalloc my_malloc\n", True),
+    (b"#define CUB_STDERR\n", False),  # a switch with no body maps nothing: CUB's, renamed to hipCUB's
 ])
 def test_the_name_a_define_defines_is_never_renamed(rules, src, kept):
     result = convert_source(b"#include <cuda_runtime.h>\n" + src, rules, OPTIONS, "compat.h")
@@ -155,6 +160,22 @@ def test_register_binding_an_asm_register_stays_in_cuda_code(rules):
                             b"return r; }\n")
 
 
+def test_a_cuda_only_projects_header_corner_is_cuda_to_port(rules):
+    # miniFE's Box.hpp: with `__CUDACC__` (which hipcc does not define) the member is host-only on AMD
+    src = (b"struct Box {\n  int r[6];\n#ifdef __CUDACC__\n__host__ __device__ __inline__\n#endif\n"
+           b"  int* operator[](int i) { return &r[i * 2]; }\n};\n")
+    result = convert_source(src, rules, OPTIONS, "Box.hpp")
+    assert result.after == b"#include <hip/hip_runtime.h>\n" + src.replace(b"__CUDACC__", b"__HIPCC__")
+
+
+@pytest.mark.parametrize("path, dropped", [("getopt.cpp", True), ("getopt.c", False), ("getopt.h", False)])
+def test_register_in_plain_cpp_goes_and_in_c_stays(rules, path, dropped):
+    # HeCBench's kmeans builds getopt.cpp with hipcc (C++17: `register` is an error); C allows it
+    src = b"int count(const char* s) { register int i = 0; while (s[i]) ++i; return i + __LINE__; }\n"
+    result = convert_source(src, rules, OPTIONS, path)
+    assert result.after == (src.replace(b"register ", b"") if dropped else src)
+
+
 def test_a_stand_in_the_file_defines_is_neither_added_nor_reported(rules):
     src = (b"#include <cuda_runtime.h>\n#ifdef __HIP_PLATFORM_AMD__\n"
            b"static __device__ unsigned int __vsub4(unsigned int a, unsigned int b) { return a - b; }\n#endif\n"
@@ -168,7 +189,9 @@ def test_a_call_only_the_nvidia_branch_makes_needs_no_stand_in(rules):
     src = (b"#include <cuda_runtime.h>\n__device__ int dot(int a, int b, int c) {\n#ifdef USE_HIP\n"
            b"  return __builtin_amdgcn_sdot4(a, b, c, false);\n#else\n  return __dp4a(a, b, c);\n#endif\n}\n")
     result = convert_source(src, rules, OPTIONS, "k.cuh")
-    assert result.after == src
+    # no compatibility layer: the shared code is CUDA to port (its include), the NVIDIA branch stays as it is
+    assert result.after == src.replace(b"<cuda_runtime.h>", b"<hip/hip_runtime.h>")
+    assert result.hip_path == "`#ifdef USE_HIP` at line 3"
 
 
 # -- the platform of each branch ---------------------------------------------------------------------------------
@@ -200,7 +223,8 @@ def test_the_tree_knows_the_headers_only_the_nvidia_branch_includes(tmp_path):
     (tmp_path / "vendors").mkdir()
     (tmp_path / "vendors" / "cuda.h").write_text('#include <cuda_runtime.h>\n#include "cuda_extra.h"\n')
     (tmp_path / "vendors" / "cuda_extra.h").write_text("#define EXTRA 1\n")
-    (tmp_path / "vendors" / "hip.h").write_text("#include <hip/hip_runtime.h>\n#define __CUDA_ARCH__ 1300\n")
+    (tmp_path / "vendors" / "hip.h").write_text("#include <hip/hip_runtime.h>\n#define __CUDA_ARCH__ 1300\n"
+                                                "#define cudaStream_t hipStream_t\n")
     (tmp_path / "common.cuh").write_text('#ifdef PROJ_USE_HIP\n#include "vendors/hip.h"\n#else\n'
                                          '#include "vendors/cuda.h"\n#endif\n')
     (tmp_path / "mine.cuh").write_text("__device__ int one() { return 1; }\n")

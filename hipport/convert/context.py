@@ -98,10 +98,10 @@ class ConversionContext:
         return b"\r\n" if i > 0 and self.src[i - 1] == 0x0D else b"\n"
 
     def _tokens_to_skip(self) -> bytearray:
-        """Tokens that are never renamed: header names, pragmas, diagnostics text, the name a `#define` or `#undef`
-        defines (`#define cudaMalloc hipMalloc` is the project's mapping, and HIP's own names are often macros:
-        `#define hipX hipX` would leave the AMD build without it), and macro parameters and operands of `#`/`##`
-        (with the arguments a macro of the file only stringizes or pastes)."""
+        """Tokens that are never renamed: header names, pragmas, diagnostics text, the name a `#define` with a body
+        or an `#undef` defines (`#define cudaMalloc hipMalloc` is the project's mapping, and HIP's own names are
+        often macros: `#define hipX hipX` would leave the AMD build without it), and macro parameters and operands of
+        `#`/`##` (with the arguments a macro of the file only stringizes or pastes)."""
         skip = bytearray(len(self.tokens))
         tokens = self.tokens
         for d in self.structure.directives:
@@ -113,7 +113,8 @@ class ConversionContext:
                 self.defines.add(macro)
                 body = b"".join(tokens.text(k) for k in range(d.first + 3, d.last) if tokens.kinds[k] != COMMENT)
                 self.macro_values[macro] = body.decode("latin-1")
-                skip[d.first + 2] = 1
+                if body:  # `#define CUB_STDERR`, a switch with no body, is CUDA's to rename (`HIPCUB_STDERR`)
+                    skip[d.first + 2] = 1
             elif d.name == b"undef" and d.first + 2 < d.last:
                 skip[d.first + 2] = 1
             skip[d.first + 1 if d.first + 1 < d.last else d.first] = 1  # the directive's own name

@@ -22,7 +22,7 @@ from hipport.convert.redefinitions import guard_redefinitions
 from hipport.convert.renames import rename_identifiers
 from hipport.convert.texture_objects import report_texture_integers
 from hipport.convert.shims import add_shims
-from hipport.convert.single_source import is_gpu_source, keep_to_amd
+from hipport.convert.single_source import CPLUSPLUS_SUFFIXES, is_gpu_source, keep_to_amd
 from hipport.convert.sync_builtins import guard_sync_builtins
 from hipport.convert.wave_width import rewrite_wave_width
 from hipport.convert.wavefront_macro import rewrite_wavefront_macro
@@ -32,7 +32,10 @@ from hipport.rules import RuleSet
 
 def run_passes(ctx: ConversionContext) -> FileResult:
     if not is_gpu_source(ctx):  # plain C/C++ with a corner for GPU compilers (a public header's `#ifdef __CUDACC__`)
-        ctx.result.after = ctx.src
+        if ctx.path.lower().endswith(CPLUSPLUS_SUFFIXES):
+            drop_register(ctx)  # C++17 rejects it whatever compiles the file (hipcc may); C allows it (and binds)
+            keep_to_amd(ctx)
+        ctx.result.after = apply_edits(ctx.src, ctx.edits)
         ctx.result.hip_path = ctx.platform.own_hip_path  # its own tests only: not a header a GPU file includes
         return ctx.result
     rewrite_conditions(ctx)

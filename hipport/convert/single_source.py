@@ -30,6 +30,8 @@ from hipport.scan import COMMENT, IDENT, KEYWORD, PUNCT
 GPU_SUFFIXES = (".cu", ".cuh", ".hip")
 # Sources a host compiler builds; their CUDA or HIP content must show outside the GPU compilers' corners.
 HOST_SUFFIXES = (".c", ".h", ".cpp", ".cc", ".cxx", ".hpp", ".hh", ".hxx", ".inl", ".inc", ".ipp", ".tpp")
+# Of those, C++ only (a `.h` may be C): `register` is dropped there, as C++17 rejects it.
+CPLUSPLUS_SUFFIXES = (".cpp", ".cc", ".cxx", ".hpp", ".hh", ".hxx", ".ipp", ".tpp")
 _DEVICE_WORDS = re.compile(rb"\b__(?:global|device|shared|constant|host|managed|launch_bounds)__\b|<<<")
 _HIP_NAME = re.compile(rb"^(?:hip[A-Z_]|HIP_|__hip_|hipblas|hiprand|hipfft|hipsparse|hipsolver|hipcub|rocblas_|"
                        rb"rocrand_|rocsparse_|rocprim|miopen)")
@@ -54,13 +56,15 @@ class FilePlatform:
         self.headers = platforms.file_facts(ctx.path, lines, basic)
         tree = ctx.options.tree
         self.other_file, inherited, amd_file = tree.of(ctx.path) if tree is not None and ctx.path else ("", "", "")
-        first = basic.tests[0] if basic.tests else None
+        # A HIP path: a branch only the AMD build compiles (`#ifdef USE_HIP #include <hip/hip_runtime.h>`), CUDA names
+        # mapped onto HIP ones here or in a header it includes, or a file including it that has such a layer.
+        first = next((t for t in basic.tests if basic.amd and t[0] <= basic.amd[0][0]), None) if basic.amd else None
         if first is not None:
             why = f"`{first[1]}` at line {ctx.lines.line_col(first[0])[0]}"
         elif own.maps:
             why = "maps CUDA names onto HIP ones with `#define`"
         elif self.headers.platform:
-            why = f"includes `{self.headers.platform}`, which builds it for AMD"
+            why = f"includes `{self.headers.platform}`, which maps CUDA names for AMD"
         else:
             why = inherited
         self.own_hip_path = why if first is not None or own.maps else ""
@@ -68,7 +72,9 @@ class FilePlatform:
         # nvcc builds.
         amd_only = "a `.hip` file" if ctx.path.endswith(".hip") else amd_file
         self.hip_path = (why if not amd_only or first is not None or own.maps else "") or amd_only
-        self.single_source = bool(why) and not amd_only
+        # Shared code builds for AMD only through a compatibility layer (the file's, its headers', or the tree's for
+        # a header compiled within a file that has one): there, it is the NVIDIA build's as it stands.
+        self.single_source = bool(own.maps or self.headers.platform or inherited) and not amd_only
         known = self.headers
         if self.single_source and tree is not None:
             # Compiled with the tree's compatibility layer (through its -I folders, or within a file that has it).
@@ -106,16 +112,33 @@ class FilePlatform:
 
 def is_gpu_source(ctx) -> bool:
     """A CUDA or HIP source: a `.cu`/`.cuh`/`.hip` file (or one of unknown kind), or a host source with CUDA or HIP
-    outside the corners it keeps for GPU compilers (`#ifdef __CUDACC__`, the branches of a platform test): a CUDA or
-    HIP header, device code or a launch, a name of the rename tables or of HIP, that the file does not declare."""
+    outside the corners it keeps for GPU compilers (`#ifdef __CUDACC__`, a platform test's branches): a CUDA or HIP
+    header, device code or a launch, a name of the rename tables or of HIP, that the file does not declare. Corners
+    count too, unless the file is part of what builds for AMD already (it or a file including it, or included by
+    it, has a HIP path): a CUDA-only project's `#ifdef __CUDACC__ __host__ __device__` is CUDA to port, a public
+    header's in ggml is arranged for both builds."""
     path = ctx.path.lower()
     if not path.endswith(HOST_SUFFIXES):
         return True
+    if _gpu_content(ctx, corners=False):
+        return True
+    plat = ctx.platform
+    tree = ctx.options.tree
+    if plat.hip_path or (tree is not None and tree.in_context(ctx.path)):
+        return False
+    return _gpu_content(ctx, corners=True)
+
+
+def _gpu_content(ctx, corners: bool) -> bool:
     branches = ctx.platform.branches
     tokens = ctx.tokens
+
+    def outside(offset: int) -> bool:
+        return corners or not branches.in_corner(offset)
+
     for d in ctx.structure.directives:
         target = dirs.include_target(tokens, d)
-        if target is None or branches.in_corner(d.start):
+        if target is None or not outside(d.start):
             continue
         header = target[2].decode("latin-1")
         if header in ctx.rules.headers or header.startswith(("hip/", "hipblas", "hiprand", "hipfft", "hipsparse",
@@ -123,14 +146,14 @@ def is_gpu_source(ctx) -> bool:
             return True
     for m in _DEVICE_WORDS.finditer(ctx.src):
         i = _token_at(ctx, m.start())
-        if i is not None and tokens.kinds[i] in (IDENT, PUNCT) and not branches.in_corner(m.start()):
+        if i is not None and tokens.kinds[i] in (IDENT, PUNCT) and outside(m.start()):
             return True
     names = ctx.rules.names
     users = ctx.user_names
     bodies = _define_bodies(ctx)
     for i in ctx.candidates:
         start = tokens.starts[i]
-        if branches.in_corner(start) or ctx.skip[i] or (ctx.structure.in_directive[i] and i not in bodies):
+        if not outside(start) or ctx.skip[i] or (ctx.structure.in_directive[i] and i not in bodies):
             continue  # a condition's `__CUDACC__` is no CUDA code
         word = tokens.text(i)
         name = word.decode("latin-1")
@@ -138,11 +161,10 @@ def is_gpu_source(ctx) -> bool:
         cuda = name in names and CUDA_PREFIX.match(name) is not None
         if (cuda or _HIP_NAME.match(word)) and not users.is_users(i):
             return True
-    hip_words = re.finditer(rb"\b(?:hip|HIP_|roc)\w+", ctx.src)
-    for m in hip_words:
+    for m in re.finditer(rb"\b(?:hip|HIP_|roc)\w+", ctx.src):
         i = _token_at(ctx, m.start())
-        if i is not None and tokens.kinds[i] == IDENT and _HIP_NAME.match(m.group()) and \
-                not branches.in_corner(m.start()) and not ctx.structure.in_directive[i]:
+        if i is not None and tokens.kinds[i] == IDENT and _HIP_NAME.match(m.group()) and outside(m.start()) \
+                and not ctx.structure.in_directive[i]:
             return True
     return False
 
