@@ -59,10 +59,9 @@ def run_checks(src: bytes, path: str, options: AuditOptions, prepare=None) -> Co
     for check in CHECKS:
         check(ctx)
     _drop_tile32_ids(ctx)
-    waves = wave_conditional_lines(ctx)
+    waves = Spans(wave_conditional_lines(ctx))
     if waves:  # the 32-lane branch of code that chooses per wavefront size is meant for 32 lanes
-        ctx.findings = [f for f in ctx.findings if f.rule_id not in _LANE_COUNT_RULES
-                        or not any(a <= f.line <= b for a, b in waves)]
+        ctx.findings = [f for f in ctx.findings if f.rule_id not in _LANE_COUNT_RULES or not waves.hold(f.line)]
     return ctx
 
 
