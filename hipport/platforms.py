@@ -80,8 +80,9 @@ class Line:
     end: int
 
 
-# A directive line and its continuations (`\` before the newline).
-_DIRECTIVE = re.compile(rb"^[ \t]*#[ \t]*([A-Za-z_]\w*)?((?:[^\n]*?\\\r?\n)*[^\n]*)(?:\n|\Z)", re.M)
+# A directive from its `#` to the end of its line and its continuations (`\` before the newline). The pattern starts
+# with the literal, so the search runs at memchr speed; whether the `#` starts its line is checked after.
+_DIRECTIVE = re.compile(rb"#[ \t]*([A-Za-z_]\w*)?((?:[^\n]*?\\\r?\n)*[^\n]*)(?:\n|\Z)")
 _BLOCK_COMMENT = re.compile(rb"/\*.*?\*/", re.S)
 _CONTINUATION = re.compile(rb"\\\r?\n")
 _COMMENTS = re.compile(r"/\*.*?\*/|//.*$|/\*.*$", re.S)
@@ -96,7 +97,10 @@ def lines_of(src: bytes) -> list[Line]:
     out: list[Line] = []
     k = 0
     for m in _DIRECTIVE.finditer(src):
-        start = m.start()
+        hash_at = m.start()
+        start = src.rfind(b"\n", 0, hash_at) + 1
+        if start != hash_at and src[start:hash_at].strip(b" \t"):
+            continue  # not first on its line: an ordinary `#` (the rest of that line is no directive either)
         while k < len(hidden) and hidden[k][1] <= start:
             k += 1
         if k < len(hidden) and hidden[k][0] < start:
@@ -708,13 +712,13 @@ def _read_tree_file(path: str, macros_of_interest: frozenset, defined: set) -> _
             continue
         test = _enclosing_test(branches, ln.start)
         if branches.in_other(ln.start):
-            dead.append((header, f"{Path(path).name} includes it under `{test}`" if test else
-                         f"{Path(path).name} includes it on the other platform's branch"))
+            dead.append((header, f"{os.path.basename(path)} includes it under `{test}`" if test else
+                         f"{os.path.basename(path)} includes it on the other platform's branch"))
         else:
             live.append(header)
             if branches.in_amd(ln.start):
-                amd.setdefault(header, f"{Path(path).name} includes it under `{test}`" if test else
-                               f"{Path(path).name} includes it on the AMD build's branch")
+                amd.setdefault(header, f"{os.path.basename(path)} includes it under `{test}`" if test else
+                               f"{os.path.basename(path)} includes it on the AMD build's branch")
     own_path = any(ln.kind == "define" and HIP_PATH_MAP.match(ln.text) is not None and not branches.in_other(ln.start)
                    for ln in lines)
     macros = functions = frozenset()
