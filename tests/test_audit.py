@@ -188,6 +188,8 @@ def test_fixed_fixture_compiles_with_hipcc(path: Path, tmp_path: Path):
     target = tmp_path / source.name
     target.write_bytes(converted.after)
     extra = ("-include", str(SHIM)) if options.rocm_version >= (7, 0) else ()
+    # The configuration the fixture is audited in (`audit-options: defines=USE_ROCM`) is the one it builds in.
+    extra += tuple(f"-D{d}" for d in options.defines)
     r = syntax_check(target, *extra, target=options.rocm_version)
     assert r.returncode == 0, f"{source.name} does not compile:\n{r.stderr[-3000:]}"
 
