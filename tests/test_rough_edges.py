@@ -467,7 +467,7 @@ def test_9_check_quiet_names_each_file_that_would_change(tmp_path, monkeypatch):
     (["--rocm-version", "6.2"], 'rocm-version = "6.0"\n', (5, 2), "targeting ROCm 6.2 (--rocm-version)"),
     ([], 'rocm-version = "6.0"\n', (5, 2), "targeting ROCm 6.0 (the `rocm-version` setting of {d}/.hipport.toml)"),
     ([], "", (5, 2), "targeting ROCm 5.2 (the installed HIP)"),
-    ([], "", None, "targeting ROCm 7.0 (no HIP installed: the newest release hipport knows)"),
+    ([], "", None, "targeting ROCm 7.2 (no HIP installed: the newest release hipport knows)"),
 ])
 def test_9_the_convert_summary_says_which_rocm_release_it_targeted_and_why(tmp_path, monkeypatch, args, setting,
                                                                            installed, says):

@@ -63,9 +63,9 @@ def _macro(ctx: ConversionContext, rules: WaveRules, names: set) -> None:
             continue
         # the audit's rule, at the same place: `hipport audit` shows one finding, not two
         ctx.finding(MACRO_RULE, "error", tokens.starts[i],
-                    f"`{name}` is gone from ROCm 7.2's compiler (in `#if` it reads 0, in code it is undeclared) and "
-                    f"hipport cannot rewrite it here: test `{rules.wave64}` for wave64, or ask the device "
-                    f"(`hipDeviceGetAttribute(&w, hipDeviceAttributeWarpSize, dev)`) in host code", subject=name)
+                    f"`{name}` is gone from ROCm 7.2 (0 in `#if`, undeclared in code); not rewritable here: test "
+                    f"`{rules.wave64}` for wave64, or ask the device (`hipDeviceAttributeWarpSize`) in host code",
+                    subject=name)
     if handled:
         first = min(handled)
         ctx.finding(RULE, "info", tokens.starts[first],

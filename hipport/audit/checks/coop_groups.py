@@ -154,15 +154,13 @@ def _judge_tile(ctx: Context, k: int, name: str, n: int, archs: tuple[str, ...],
         largest = max((wave_size(a) for a in archs if wave_size(a) >= n), default=None)
         lanes = " or ".join(str(w) for w in sorted({wave_size(a) for a in too_small}))
         compiles = tuple(ctx.rocm[:2]) >= _TILE_UP_TO_64_FROM
-        why = (f"ROCm {_v(_TILE_UP_TO_64_FROM)} and later compile it there, but its {n} threads span "
-               f"{n // min(wave_size(a) for a in too_small)} wavefronts: the tile's shuffles, ballots and `sync()` "
-               f"reach only the lanes of each thread's own wavefront, so a reduction over the tile adds up part of "
-               f"it" if compiles else
-               f"ROCm before {_v(_TILE_UP_TO_64_FROM)} rejects it there (a `static_assert` on the wavefront size)")
+        why = (f"from ROCm {_v(_TILE_UP_TO_64_FROM)} it builds, but its threads span "
+               f"{n // min(wave_size(a) for a in too_small)} wavefronts, which its shuffles and `sync()` do not "
+               f"cross" if compiles else f"ROCm before {_v(_TILE_UP_TO_64_FROM)} rejects it there")
         ctx.report(RULE, k, f"`{name}<{shown}>`{how} is larger than the {lanes}-lane wavefront of "
                    f"{', '.join(too_small)}: {why}; use tiles of at most "
-                   f"{min(wave_size(a) for a in archs)} threads and combine them through `__shared__` memory"
-                   + (f" (or drop {', '.join(too_small)} from the targets: {largest} lanes fit the others)"
+                   f"{min(wave_size(a) for a in archs)} threads joined in `__shared__` memory"
+                   + (f" (or drop {', '.join(too_small)})"
                       if largest else ""),
                    severity="warning" if compiles else "error", subject=f"{n}")
     elif n == 32 and any(wave_size(a) == 64 for a in archs):

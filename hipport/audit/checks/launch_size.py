@@ -63,7 +63,7 @@ def check(ctx: Context) -> None:
                 f"`if ({' && '.join(conds)})`"
             state = "is always empty" if never else f"can be empty ({whys})"
             ctx.report(RULE, code[0], f"the {what} `{shown}` {state}: from ROCm 7.0 launching "
-                       f"`{kernel}` with an empty {what} is an error, which the next `hipGetLastError()` reports "
+                       f"`{kernel}` with an empty {what} is an error "
                        f"({advice})", confidence="high" if never else "medium", edits=edits if n == 0 else (),
                        subject=kernel)
 

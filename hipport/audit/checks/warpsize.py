@@ -83,6 +83,8 @@ def _through_macros(ctx: Context) -> None:
 
 # In a device function's body the target's width is a constant: rocPRIM's, which `hipport convert` writes there.
 _DEVICE_WIDTH = "`::rocprim::arch::wavefront::max_size()` is the target's width as a constant in device code"
+_DEVICE_WIDTH_SHORT = "`::rocprim::arch::wavefront::max_size()` in device code"
+_HOST_SHORT = "a template parameter chosen on the host from `hipDeviceAttributeWarpSize`"
 _HOST_CHOICE = ("make the warp size a template parameter chosen on the host "
                 "(`hipDeviceGetAttribute(&w, hipDeviceAttributeWarpSize, dev)`)")
 
@@ -95,7 +97,7 @@ def _advice(where: str, edits, device: bool) -> str:
     if device and where in ("template argument", "static_assert", "constexpr initialiser"):
         return f" ({_DEVICE_WIDTH}; or {_HOST_CHOICE})"
     if where == "template argument":  # a signature (`enable_if`): a device function's may use rocPRIM's width
-        return f" ({_DEVICE_WIDTH}, also in a device function's signature; for a kernel's, {_HOST_CHOICE})"
+        return f" ({_DEVICE_WIDTH_SHORT}, also in a device function's signature; in a kernel's, {_HOST_SHORT})"
     return f" ({_HOST_CHOICE})"
 
 

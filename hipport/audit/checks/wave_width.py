@@ -103,9 +103,9 @@ def _wavefront_macro(ctx: Context, rules, names: set) -> None:
                    "(`hipport convert` writes it), in host code ask the device "
                    "(`hipDeviceGetAttribute(&w, hipDeviceAttributeWarpSize, dev)`)")
         else:
-            where = "`#if` reads it as 0, so a wave64 test takes its wave32 branch on every target"
-            fix = f"test the target macros: `{rules.wave64}` is true exactly where it was 64"
-        ctx.report(MACRO, i, f"`{name}` is deprecated and gone from ROCm 7.2's compiler ({where}): {fix}",
+            where = "`#if` reads it as 0: a wave64 test takes its wave32 branch"
+            fix = f"`{rules.wave64}` is true exactly where it was 64"
+        ctx.report(MACRO, i, f"`{name}` is gone from ROCm 7.2's compiler ({where}): {fix}",
                    edits=edits, subject=name)
 
 
