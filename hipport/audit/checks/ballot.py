@@ -15,6 +15,7 @@ from hipport.audit.checks.common import (
     user_defined,
 )
 from hipport.audit.checks.context import COMMENT, IDENT, KEYWORD, Context, int_value
+from hipport.audit.checks.mask_values import variable_edits
 
 RULE = "ballot-32bit"
 BIT32 = {b"__popc": "__popcll", b"__ffs": "__ffsll", b"__clz": "__clzll", b"__brev": "__brevll"}
@@ -72,7 +73,9 @@ def check(ctx: Context) -> None:
             continue
         reported.add(decl)
         span = type_span(ctx, decl)
-        edits = [ctx.edit(span[0], "unsigned long long", span[1])] if span else []
+        # Its other values widen with it (`unsigned m = 0xffffffff; m = __ballot_sync(m, p);`), or nothing does.
+        values = variable_edits(ctx, decl, fn)
+        edits = [ctx.edit(span[0], "unsigned long long", span[1]), *values] if span and values is not None else []
         confidence = "high" if ctx.parsed() is not None else "medium"
         ctx.report(RULE, decl, f"`{ctx.text[decl].decode()}` keeps the 64-bit `{name}` result in a 32-bit type; "
                    f"lanes 32-63 are lost (use `unsigned long long`)", edits=edits, confidence=confidence,

@@ -21,6 +21,7 @@ from hipport.audit.checks.common import (
     thread_derived,
     wave_conditional_lines,
 )
+from hipport.audit.checks.lane_uses import LaneUses
 from hipport.audit.checks.reductions import Reductions, uses_warp_ops
 from hipport.audit.checks.context import (
     COMMENT,
@@ -114,7 +115,8 @@ def check(ctx: Context) -> None:
         candidates.append(_Candidate(op, i, fn, in_macro, reaching, own, expr, what, replacement, where,
                                      # without a warp operation a group of 32 threads is right on AMD too:
                                      # still shown, as the code may mean a warp, but never patched
-                                     ("high" if (direct or block) else "medium") if warp_fed else "low"))
+                                     ("high" if (direct or block) else "medium") if warp_fed else "low", lo))
+    _unproven_lose_patches(ctx, candidates, warp_fns)
     ctx._lane_ids = candidates
     for c in candidates:
         edits, why = c.own, ""
@@ -132,6 +134,9 @@ def check(ctx: Context) -> None:
                    f"reduction and its other ids" if whole else f"; no patch: it belongs with the 32-lane shuffle reduction of line {line}, "
                    f"which is right on a 64-lane wavefront with ids of 32, and not every piece can be rewritten "
                    f"(change them together or not at all)")
+        if c.proof == "none":
+            why = ("; no patch: no use shows a lane or warp number (a warp operation's lane, a lane test beside warp "
+                   "results, a per-warp `__shared__` slot), and 32 may be the size of a block of data")
         advice = f"`{c.replacement.split()[0]} warpSize`" if edits or c.where is None else \
             "a warp size chosen at compile time (a template parameter)"
         ctx.report(RULE, c.op, f"`{c.expr}` computes a {c.what} for 32-lane warps; use {advice}{why}",
@@ -157,6 +162,43 @@ class _Candidate:
     replacement: str
     where: str | None
     confidence: str
+    lo: int = -1          # first token of the operand
+    proof: str = ""       # why it numbers lanes or warps, or "" (lane_uses.py)
+
+
+def _unproven_lose_patches(ctx: Context, candidates: list[_Candidate], warp_fns: set[int]) -> None:
+    """An id whose uses do not show a lane or warp number (a block of 32 values, a row of 32) keeps its finding
+    without its patch, at low confidence; an id of the same operand as a proven one (`gid & 31` beside `gid /
+    32`) is the other half of the same numbering and is proven with it."""
+    uses = LaneUses(ctx, warp_fns)
+    proven: set[tuple[int, bytes]] = set()
+    for c in candidates:
+        if c.lo < 0:
+            continue
+        where = [(f, k) for f, k in _use_sites(ctx, c)]
+        if any(uses.proves(f, at, c.what == "lane index", c.what == "warp count")
+               for f, site in where for at in uses.carriers(f, site, c.lit + 1 if site == c.lo else site + 1)):
+            c.proof = "use"
+            proven.add(_operand_key(ctx, c))
+    for c in candidates:
+        if not c.proof and c.lo >= 0 and _operand_key(ctx, c) in proven:
+            c.proof = "pair"
+        if not c.proof and c.confidence != "low":
+            c.own = []
+            c.confidence = "low"
+            c.proof = "none"
+
+
+def _use_sites(ctx: Context, c: _Candidate) -> list:
+    """(function, token) where the id's value is used: the id itself, or each use of the macro it defines."""
+    if not c.in_macro:
+        return [(c.fn, c.lo)]
+    name = _macro_holding(ctx, c.lit)
+    return [(ctx.function_at(k), k) for k in ctx.positions(name) if not ctx.in_directive[k]] if name else []
+
+
+def _operand_key(ctx: Context, c: _Candidate) -> tuple[int, bytes]:
+    return (c.fn.body[0] if c.fn is not None else -1, ctx.span_text(c.lo, c.op).strip())
 
 
 def id_candidates(ctx: Context) -> list[_Candidate]:

@@ -13,6 +13,7 @@ from hipport.audit.checks.common import (
     user_defined,
 )
 from hipport.audit.checks.context import COMMENT, IDENT, LITERAL, Context, int_value
+from hipport.audit.checks.mask_values import variable_edits
 from hipport.audit.checks.names import release_guarded
 from hipport.wavefront import load_wave_rules
 
@@ -124,51 +125,22 @@ def _check_sync_mask(ctx: Context, i: int, reported_macros: set, reported_decls:
     if decl in reported_decls:
         return
     # A ballot kept in a 32-bit variable is reported (and fixed) by ballot-32bit.
-    init_end = decl + 1
-    init = []
     if ctx.t(ctx.next_code(decl)) == b"=":
         k = ctx.next_code(ctx.next_code(decl))
         while k < ctx.n and ctx.text[k] not in (b";", b","):
-            init.append(k)
+            if ctx.text[k] in BALLOTS:
+                return
             k += 1
-        init_end = k
-    if any(ctx.text[k] in BALLOTS for k in init):
-        return
     reported_decls.add(decl)
-    edits = []
+    # The type and every value it holds change together, or nothing does (mask_values.py).
+    values = variable_edits(ctx, decl, fn)
     span = type_span(ctx, decl)
-    if span:
-        edits.append(ctx.edit(span[0], "unsigned long long", span[1]))
-    if init:
-        is32, value = is_full_mask32(ctx, init[0], init_end)
-        if is32:
-            edits.append(ctx.edit(init[0], _literal_fix(ctx, init[0], init_end, value), init[-1]))
-    # A 32-bit all-lanes value assigned later would keep naming 32 lanes in the wider variable: it changes too.
-    edits += _full_mask_assignments(ctx, decl, word)
-    ctx.report(RULE, decl, f"mask variable `{word.decode()}` is 32-bit but is passed to `{name}`; "
-               f"make it `unsigned long long`", edits=edits, subject=word.decode())
-
-
-def _full_mask_assignments(ctx: Context, decl: int, word: bytes) -> list:
-    """Edits giving `word = <32-bit all-lanes value>;` after its declaration (in its function, or the file for a
-    global) the 64-bit value."""
-    fn = ctx.function_at(decl)
-    end = fn.body[1] if fn is not None else ctx.n
-    edits = []
-    for k in ctx.where_between(word, _assigned_at, decl + 1, end):  # listed once a name: asked at each mask
-        first = ctx.next_code(ctx.next_code(k))
-        last = first
-        while last < ctx.n and ctx.text[last] not in (b";", b",", b")"):
-            last += 1
-        is32, value = is_full_mask32(ctx, first, last)
-        if is32 and value == 0xFFFFFFFF:
-            edits.append(ctx.edit(first, FULL64, ctx.prev_code(last)))
-    return edits
-
-
-def _assigned_at(ctx: Context, k: int) -> bool:
-    return ctx.kinds[k] == IDENT and ctx.t(ctx.next_code(k)) == b"=" and ctx.t(ctx.prev_code(k)) not in (
-        b".", b"->", b"::")
+    edits = [ctx.edit(span[0], "unsigned long long", span[1]), *values] if span and values is not None else []
+    how = "make it `unsigned long long`" if edits or not span else \
+        "make it `unsigned long long` holding every lane in 64 bits (no patch: a value given to it here names " \
+        "32 lanes in a way no edit can widen)"
+    ctx.report(RULE, decl, f"mask variable `{word.decode()}` is 32-bit but is passed to `{name}`; {how}",
+               edits=edits, subject=word.decode())
 
 
 def _check_by_type(ctx: Context, i: int, code: list[int], name: str) -> None:

@@ -3,7 +3,7 @@ width 32, unrolled shuffle ladders that start at 16, per-lane shared arrays of 3
 
 from __future__ import annotations
 
-from hipport.audit.checks.common import SHUFFLES, WARP_OPS, Spans, is_lane_like, user_defined
+from hipport.audit.checks.common import SHUFFLES, WARP_OPS, Spans, enclosing_open, is_lane_like, user_defined
 from hipport.audit.checks.context import COMMENT, IDENT, LITERAL, Context, int_value
 from hipport.audit.checks.lane_math import group_edits
 from hipport.audit.checks.reductions import Reductions, loop_offsets_32, split_for
@@ -35,28 +35,11 @@ def check(ctx: Context) -> None:
 def _check_first_32_guard(ctx: Context) -> None:
     """`if (threadIdx.x < 32) { ... __shfl_down(v, o) ... }`: "the first warp" as 32 threads. On a 64-lane wavefront
     they are half of one, and the shuffles inside read lanes 32-63, which hold no value of theirs."""
-    from hipport.audit.checks.common import thread_derived
-
-    derived: dict[int, set[bytes]] = {}
-    for i in range(ctx.n):
-        if ctx.text[i] != b"if" or not ctx.device[i] or ctx.t(ctx.next_code(i)) != b"(":
+    for i in ctx.positions(b"if"):
+        code = _first_32_condition(ctx, i)
+        if code is None:
             continue
-        open_ = ctx.next_code(i)
-        close = ctx.match(open_)
-        if close <= open_:
-            continue
-        code = [k for k in range(open_ + 1, close) if ctx.kinds[k] != COMMENT]
-        if len(code) < 3 or ctx.text[code[-2]] != b"<" or int_value(ctx.text[code[-1]]) != 32:
-            continue
-        fn = ctx.function_at(i)
-        if fn is None:
-            continue
-        if fn.body[0] not in derived:
-            derived[fn.body[0]] = thread_derived(ctx, fn)
-        left = code[:-2]
-        if not any(ctx.text[k] in (b"threadIdx", b"hipThreadIdx_x") or ctx.text[k] in derived[fn.body[0]]
-                   for k in left) or is_lane_like(ctx, left[0], left[-1] + 1):
-            continue  # `lane < 32` is "the low half", a choice; `tid < 32` is "the first warp"
+        close = ctx.match(ctx.next_code(i))
         body = ctx.next_code(close)
         end = ctx.match(body) if ctx.t(body) == b"{" else body
         while ctx.t(body) != b"{" and end < ctx.n and ctx.text[end] != b";":
@@ -67,6 +50,47 @@ def _check_first_32_guard(ctx: Context) -> None:
                    f"threads as a warp: on a 64-lane wavefront they are half of one, and the shuffles inside read "
                    f"lanes 32-63, which take no part (test `< warpSize`, or give lanes 32-63 a neutral value)",
                    confidence="medium", subject="< 32", severity="warning")
+
+
+def _first_32_condition(ctx: Context, i: int) -> list[int] | None:
+    """The condition's tokens when the `if` at ``i`` tests `<thread index> < 32` in device code (`lane < 32` is
+    "the low half", a choice, not "the first warp"); else None."""
+    from hipport.audit.checks.common import thread_derived
+
+    if ctx.text[i] != b"if" or not ctx.device[i] or ctx.t(ctx.next_code(i)) != b"(":
+        return None
+    open_ = ctx.next_code(i)
+    close = ctx.match(open_)
+    if close <= open_:
+        return None
+    code = [k for k in range(open_ + 1, close) if ctx.kinds[k] != COMMENT]
+    if len(code) < 3 or ctx.text[code[-2]] != b"<" or int_value(ctx.text[code[-1]]) != 32:
+        return None
+    fn = ctx.function_at(i)
+    if fn is None:
+        return None
+    derived = ctx.__dict__.setdefault("_first_32_derived", {})  # once a function
+    if fn.body[0] not in derived:
+        derived[fn.body[0]] = thread_derived(ctx, fn)
+    left = code[:-2]
+    if not any(ctx.text[k] in (b"threadIdx", b"hipThreadIdx_x") or ctx.text[k] in derived[fn.body[0]]
+               for k in left) or is_lane_like(ctx, left[0], left[-1] + 1):
+        return None
+    return code
+
+
+def _inside_first_32(ctx: Context, i: int) -> int | None:
+    """The `32` of an `if (tid < 32)` whose branch holds token ``i`` (a block, or the one statement after it)."""
+    k = i
+    while True:
+        before = ctx.prev_code(k)
+        if ctx.t(before) == b")" and 0 <= ctx.match(before) < before:
+            code = _first_32_condition(ctx, ctx.prev_code(ctx.match(before)))
+            if code is not None:
+                return code[-1]
+        k = enclosing_open(ctx, k, b"{")
+        if k < 0:
+            return None
 
 
 def _kept_halves(ctx: Context, red: Reductions, k: int, what: str, calls: list[int] | None = None) -> bool:
@@ -129,6 +153,11 @@ def _check_for(ctx: Context, i: int, red: Reductions) -> tuple[int, int] | None:
     offsets = loop_offsets_32(ctx, cond, init, incr, body)
     shuffles = [k for k in range(body[0], body[1]) if ctx.text[k] in SHUFFLES and ctx.is_call(k)]
     if offsets is not None and _kept_halves(ctx, red, offsets, "shuffle offsets 16..1", shuffles):
+        return body
+    if offsets is not None and _inside_first_32(ctx, i) is not None:
+        # Only 32 threads take part there (`if (tid < 32)`, the tail of a block reduction): offsets 16..1 read
+        # inside them on any wavefront, and `warpSize / 2` would read lanes that never wrote. The guard's own
+        # finding says what to change, together or not at all.
         return body
     confidence = _wave_confidence(ctx, red, i) if offsets is not None else "high"
     init_lits = [k for k in range(*init) if ctx.kinds[k] == LITERAL]
