@@ -46,16 +46,19 @@ class Helper:
     width_tparams: tuple[int, ...] = () # the same for template parameters
     reads_warp_size: bool = False       # a kernel that reads `warpSize`: its launches must not count lanes in 32s
     default_32: int = -1                # position of a width template parameter that defaults to 32
+    # Of mask_params, those reaching `__syncwarp`: HIP's does not trim its mask on wave32, so "every lane" is
+    # `__activemask()` there, not the 64-bit literal (amd_warp_sync_functions.h, ROCm 7.2).
+    syncwarp_params: tuple[int, ...] = ()
 
 
-def _mask_params(ctx: Context, fn) -> tuple[int, ...]:
+def _mask_params(ctx: Context, fn, builtins=SYNC_BUILTINS) -> tuple[int, ...]:
     """Parameters of ``fn`` passed straight on as the lane mask of a `*_sync` built-in (or of another such helper)."""
     names = [n.encode() for n in fn.param_names]
     if not names:
         return ()
     found = set()
     for i in range(fn.body[0], fn.body[1]):
-        if ctx.kinds[i] != IDENT or ctx.text[i] not in SYNC_BUILTINS or not ctx.is_call(i):
+        if ctx.kinds[i] != IDENT or ctx.text[i] not in builtins or not ctx.is_call(i):
             continue
         args = ctx.call_args(i)
         if not args:
@@ -104,12 +107,13 @@ def summarise(ctx: Context, findings: list[Finding], label: str) -> dict[str, He
         widths = _width_names(ctx, fn)
         width_params = tuple(k for k, n in enumerate(fn.param_names) if n.encode() in widths)
         width_tparams = tuple(k for k, n in enumerate(fn.template_params) if n.encode() in widths)
-        inside, masks = [], ()
+        inside, masks, syncwarp = [], (), ()
         if not fn.kernel:  # a kernel is launched, not called: only what it is passed matters
             first = ctx.lines.line_col(ctx.starts[fn.body[0]])[0]
             last = ctx.lines.line_col(ctx.starts[fn.body[1]])[0]
             inside = lane[bisect_left(lane_lines, first):bisect_right(lane_lines, last)]
             masks = _mask_params(ctx, fn)
+            syncwarp = _mask_params(ctx, fn, {b"__syncwarp"}) if masks else ()
         reads = fn.kernel and any(ctx.text[k] == b"warpSize" for k in range(fn.body[0], fn.body[1]))
         if not inside and not masks and not width_params and not width_tparams and not reads:
             continue
@@ -117,11 +121,13 @@ def summarise(ctx: Context, findings: list[Finding], label: str) -> dict[str, He
         best = min(inside, key=lambda f: (LANE_RULES.index(f.rule_id), f.line)) if inside else None
         default_32 = _report_default_32(ctx, fn, width_tparams)
         out[fn.name] = Helper(fn.name, f"{label}:{line}", best.rule_id if best else "", best.message if best else "",
-                              masks, width_params, width_tparams, reads, default_32)
+                              masks, width_params, width_tparams, reads, default_32, syncwarp)
+    syncwarp_macros = _macro_wrappers(ctx, {b"__syncwarp"})
     for name, masks in _macro_wrappers(ctx).items():
         d = ctx.macros[name]
         line = ctx.lines.line_col(ctx.starts[d.first])[0]
-        out.setdefault(name.decode("latin-1"), Helper(name.decode("latin-1"), f"{label}:{line}", "", "", masks))
+        out.setdefault(name.decode("latin-1"), Helper(name.decode("latin-1"), f"{label}:{line}", "", "", masks,
+                                                      syncwarp_params=syncwarp_macros.get(name, ())))
     return out
 
 
@@ -152,7 +158,7 @@ def _report_default_32(ctx: Context, fn, width_tparams: tuple[int, ...]) -> int:
     return -1
 
 
-def _macro_wrappers(ctx: Context) -> dict[bytes, tuple[int, ...]]:
+def _macro_wrappers(ctx: Context, builtins=SYNC_BUILTINS) -> dict[bytes, tuple[int, ...]]:
     """Function-like macros that pass one of their parameters on as the lane mask of a `*_sync` built-in
     (`#define WARP_SYNC(m) __syncwarp(m)`), with the positions of those parameters."""
     out: dict[bytes, tuple[int, ...]] = {}
@@ -166,7 +172,7 @@ def _macro_wrappers(ctx: Context) -> dict[bytes, tuple[int, ...]]:
         params = [ctx.text[j] for j in range(k + 2, close) if ctx.kinds[j] == IDENT]
         found = set()
         for j in range(close + 1, d.last):
-            if ctx.text[j] not in SYNC_BUILTINS or not ctx.is_call(j):
+            if ctx.text[j] not in builtins or not ctx.is_call(j):
                 continue
             args = ctx.call_args(j) or []
             code = [m for m in range(*args[0]) if ctx.kinds[m] != COMMENT] if args else []
@@ -333,7 +339,8 @@ def _check_mask_args(ctx: Context, args, helper: Helper, macros: dict[bytes, tup
             is32, value = is_full_mask32(ctx, *args[pos])
             edits = []
             if is32:  # a literal written at the call: its 64-bit spelling is right whatever the helper does
-                new = "0xffffffffffffffffull" if value == 0xFFFFFFFF else \
+                full = "__activemask()" if pos in helper.syncwarp_params else "0xffffffffffffffffull"
+                new = full if value == 0xFFFFFFFF else \
                     ctx.text[code[-1]].rstrip(b"uUlL").decode("latin-1") + "ull"
                 edits = [ctx.edit(code[0], new, code[-1])]
             ctx.report(_MASK_RULE, code[0],
