@@ -40,6 +40,10 @@ _SKIP_DIRS = frozenset({".git", ".hg", ".svn"})
 # Build files converted with the sources (unless build-file conversion is off): name -> kind.
 MAKEFILE_NAMES = frozenset({"Makefile", "makefile", "GNUmakefile"})
 CMAKE_NAMES = frozenset({"CMakeLists.txt"})
+# A Python package's build script: read for PyTorch's `CUDAExtension` (which builds for ROCm itself), never changed.
+SETUP_NAMES = frozenset({"setup.py"})
+# Build files whose conversion writes the GPU targets (`--offload-arch`): only these wait for hipcc's answer.
+TARGETED_BUILD_KINDS = ("make", "cmake")
 TEMP_SUFFIX = ".hipport-tmp"
 # .NAME.PID.XXXXXXXX.hipport-tmp, as written by write_atomic (mkstemp's random part is 8 characters).
 _TEMP_NAME = re.compile(r"^\..*\.(\d+)\.[A-Za-z0-9_]{8}" + re.escape(TEMP_SUFFIX) + r"$", re.S)
@@ -77,12 +81,14 @@ def real_file_path(path: os.PathLike | str, folders: dict[str, str], link: bool 
 
 def build_file_kind(name: os.PathLike | str) -> str | None:
     """"make" for `Makefile`, `makefile`, `GNUmakefile` and `*.mk`; "cmake" for `CMakeLists.txt` and `*.cmake`;
-    None for anything else."""
+    "setuptools" for `setup.py`; None for anything else."""
     base = os.path.basename(os.fspath(name))
     if base in MAKEFILE_NAMES or base.endswith(".mk"):
         return "make"
     if base in CMAKE_NAMES or base.endswith(".cmake"):
         return "cmake"
+    if base in SETUP_NAMES:
+        return "setuptools"
     return None
 
 

@@ -37,6 +37,7 @@ from hipport.convert.runner import (
 )
 from hipport.convert.summary import summarize
 from hipport.files import (
+    TARGETED_BUILD_KINDS,
     InputError,
     collect_sources,
     copy_as_is,
@@ -195,7 +196,7 @@ def convert(paths, output_dir, diff_mode, check, to_stdout, roc, rocm_version, l
         probed = later = None
         if targets is None:  # ask the installed hipcc only when a build file will name the targets
             targets = DEFAULT_ARCHS
-            if any(s.build for s in sources):
+            if any(s.build in TARGETED_BUILD_KINDS for s in sources):
                 def ask():
                     from hipport.convert.build.targets import default_targets
 
@@ -206,7 +207,7 @@ def convert(paths, output_dir, diff_mode, check, to_stdout, roc, rocm_version, l
                     targets = probed.targets
                 else:  # hipcc takes half a second to answer: the sources are converted meanwhile
                     later = LaterTargets(ask, DEFAULT_ARCHS)
-        if any(s.build for s in sources):  # (and a run without build files loads none of their code)
+        if any(s.build in TARGETED_BUILD_KINDS for s in sources):  # (and a run without them loads none of their code)
             from hipport.convert.build.rules import load_build_rules
 
             load_build_rules()  # a malformed build rule file stops the run before any file is touched

@@ -17,6 +17,7 @@ from hipport.convert.includes import insert_runtime_include, rewrite_includes
 from hipport.convert.launch import rewrite_launches
 from hipport.convert.legacy import keep_legacy_names
 from hipport.convert.macros import rewrite_conditions
+from hipport.convert.pytorch import report_pytorch_names
 from hipport.convert.quick import may_need_work
 from hipport.convert.redefinitions import guard_redefinitions
 from hipport.convert.renames import rename_identifiers
@@ -32,6 +33,7 @@ from hipport.rules import RuleSet
 
 def run_passes(ctx: ConversionContext) -> FileResult:
     if not is_gpu_source(ctx):  # plain C/C++ with a corner for GPU compilers (a public header's `#ifdef __CUDACC__`)
+        report_pytorch_names(ctx)  # an extension's binding file: PyTorch's names only, left for its build
         if ctx.path.lower().endswith(CPLUSPLUS_SUFFIXES):
             drop_register(ctx)  # C++17 rejects it whatever compiles the file (hipcc may); C allows it (and binds)
             keep_to_amd(ctx)
@@ -57,6 +59,7 @@ def run_passes(ctx: ConversionContext) -> FileResult:
     rename_identifiers(ctx)
     rewrite_includes(ctx)
     insert_runtime_include(ctx)
+    report_pytorch_names(ctx)  # edits nothing: c10/ATen names are left for PyTorch's own build
     keep_to_amd(ctx)  # last: nothing inside the other platform's branches, only what nvcc builds in shared code
     ctx.result.after = apply_edits(ctx.src, ctx.edits)
     ctx.result.hip_path = ctx.platform.hip_path

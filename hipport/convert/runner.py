@@ -21,6 +21,7 @@ from hipport.files import (
     InputError,
     Interrupted,
     Source,
+    TARGETED_BUILD_KINDS,
     catching_swallowed_interrupts,
     critical,
     interrupt,
@@ -201,7 +202,7 @@ def _process(source: Source, rules: RuleSet, options: ConvertOptions, write: str
              later: LaterTargets | None = None) -> FileResult | None:
     """Convert one source and write it; with ``batch``, the write is completed by ``batch.commit()``. A build
     file waits for ``later``'s targets, when given."""
-    if later is not None and source.build is not None:
+    if later is not None and source.build in TARGETED_BUILD_KINDS:
         targets = later.wait(stop)
         if targets is None:
             return None  # the run was stopped while the targets were being asked for

@@ -43,6 +43,9 @@ class Summary:
     hip_path_files: int = 0
     hip_path_first: tuple[str, str] | None = None
     other_platform_files: int = 0
+    # `setup.py` files that build a PyTorch extension with `CUDAExtension` (`pytorch-extension`): PyTorch builds
+    # those for ROCm itself.
+    pytorch_builds: list[str] = field(default_factory=list)
 
     @property
     def converted_total(self) -> int:
@@ -87,6 +90,8 @@ def summarize(results: list[FileResult]) -> Summary:
             summary.hip_findings += len(result.findings)
         for finding in result.findings:
             summary.findings[(finding.severity, finding.rule_id)] += 1
+            if finding.rule_id == "pytorch-extension":
+                summary.pytorch_builds.append(result.path)
             if finding.rule_id in ("unsupported-api", "removed-api", "unsupported-header"):
                 _tally(summary.unsupported, finding.subject, result.path, finding.line, finding.col)
         for name, line, col in result.unknown:

@@ -46,6 +46,12 @@ def render_summary(console: Console, summary: Summary, *, verbose: bool, action:
                       soft_wrap=True, markup=False)
     if summary.hip_path_files or summary.other_platform_files:  # a project that keeps CUDA and builds for AMD too
         console.print(f"  {hip_path_line(summary)}", highlight=False, soft_wrap=True, markup=False)
+    if summary.pytorch_builds:
+        first = one_line(summary.pytorch_builds[0])
+        more = f" (and {len(summary.pytorch_builds) - 1} more)" if len(summary.pytorch_builds) > 1 else ""
+        console.print(f"  PyTorch extension: {first}{more} builds it with `torch.utils.cpp_extension`, which hipifies "
+                      "its sources itself on ROCm; c10/ATen names are left for that build (pytorch-name)",
+                      highlight=False, soft_wrap=True, markup=False)
     if summary.findings:
         order = {"error": 0, "warning": 1, "info": 2}
         items = sorted(summary.findings.items(), key=lambda kv: (order.get(kv[0][0], 3), kv[0][1]))

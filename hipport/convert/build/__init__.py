@@ -27,7 +27,12 @@ __all__ = ["CATEGORY", "DROPPED", "NOTE", "UNTRANSLATED", "convert_build_file", 
 
 def convert_build_text(src: bytes, kind: str, options: ConvertOptions = ConvertOptions(),
                        path: str = "<build file>") -> tuple[FileResult, set[str]]:
-    """Convert a build file of ``kind`` ("make" or "cmake"); also returns the ids of the rules that acted."""
+    """Convert a build file of ``kind`` ("make" or "cmake"; a "setuptools" `setup.py` is only read, for PyTorch's
+    `CUDAExtension`); also returns the ids of the rules that acted."""
+    if kind == "setuptools":
+        from hipport.convert.pytorch import setup_result
+
+        return setup_result(src, path), set()
     why = hip_path_of_cmake(src) if kind == "cmake" else ""
     if why:  # the project's own HIP build (`enable_language(HIP)`): rewriting its CUDA side breaks NVIDIA's
         return FileResult(path, src, src, hip_path=why), set()
