@@ -15,6 +15,7 @@ from hipport.audit.checks.common import (
 from hipport.audit.checks.context import COMMENT, IDENT, LITERAL, Context, int_value
 from hipport.audit.checks.mask_values import variable_edits
 from hipport.audit.checks.names import release_guarded
+from hipport.audit.checks.warp_loops import in_first_32_tail
 from hipport.wavefront import load_wave_rules
 
 RULE = "warp-mask-32bit"
@@ -74,9 +75,11 @@ def _check_sync_mask(ctx: Context, i: int, reported_macros: set, reported_decls:
                    edits=[ctx.edit(code[0], "", code[-1])], subject=name)
         return
     if is32:
+        fix = _literal_fix(ctx, a, b, value)
+        if value == 0xFFFFFFFF and in_first_32_tail(ctx, i):
+            fix = "__activemask()"  # 32 threads take part there (warp_loops.py): every lane is not them
         ctx.report(RULE, code[0], f"32-bit mask `{ctx.span_text(a, b).decode()}` given to `{name}`: HIP takes a "
-                   f"64-bit mask (use `{_literal_fix(ctx, a, b, value)}`)",
-                   edits=[ctx.edit(code[0], _literal_fix(ctx, a, b, value), code[-1])], subject=name)
+                   f"64-bit mask (use `{fix}`)", edits=[ctx.edit(code[0], fix, code[-1])], subject=name)
         return
     if len(code) != 1 or ctx.kinds[code[0]] != IDENT:
         _check_by_type(ctx, i, code, name)

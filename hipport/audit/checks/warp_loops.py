@@ -3,12 +3,23 @@ width 32, unrolled shuffle ladders that start at 16, per-lane shared arrays of 3
 
 from __future__ import annotations
 
-from hipport.audit.checks.common import SHUFFLES, WARP_OPS, Spans, enclosing_open, is_lane_like, user_defined
+from hipport.audit.checks.common import (
+    SHUFFLES,
+    SYNC_BUILTINS,
+    WARP_OPS,
+    Spans,
+    enclosing_open,
+    is_full_mask32,
+    is_lane_like,
+    user_defined,
+)
 from hipport.audit.checks.context import COMMENT, IDENT, LITERAL, Context, int_value
 from hipport.audit.checks.lane_math import group_edits
 from hipport.audit.checks.reductions import Reductions, loop_offsets_32, split_for
+from hipport.semantic import load_semantic
 
 RULE = "warp-loop-32"
+ACTIVE = "__activemask()"
 _OFFSET_SHUFFLES = {b"__shfl_down_sync", b"__shfl_xor_sync", b"__shfl_up_sync", b"__shfl_down", b"__shfl_xor",
                     b"__shfl_up"}
 
@@ -34,22 +45,97 @@ def check(ctx: Context) -> None:
 
 def _check_first_32_guard(ctx: Context) -> None:
     """`if (threadIdx.x < 32) { ... __shfl_down(v, o) ... }`: "the first warp" as 32 threads. On a 64-lane wavefront
-    they are half of one, and the shuffles inside read lanes 32-63, which hold no value of theirs."""
+    they are half of one, and the shuffles inside read lanes 32-63, which hold no value of theirs. When the shuffles
+    count offsets 16..1 (the tail of a block reduction, `s[tid] + s[tid + 32]` folded first), lane 0's result stays
+    within the 32 threads on any wavefront, and is right as written; what is not is a `*_sync` mask of every lane,
+    which ROCm 7 checks against the lanes taking part (debug builds): those masks become `__activemask()`."""
     for i in ctx.positions(b"if"):
         code = _first_32_condition(ctx, i)
         if code is None:
             continue
-        close = ctx.match(ctx.next_code(i))
-        body = ctx.next_code(close)
-        end = ctx.match(body) if ctx.t(body) == b"{" else body
-        while ctx.t(body) != b"{" and end < ctx.n and ctx.text[end] != b";":
-            end += 1
+        body, end = _branch(ctx, i)
         if not any(ctx.text[k] in SHUFFLES and ctx.is_call(k) for k in range(body, max(end, body) + 1)):
             continue
-        ctx.report(RULE, code[-1], f"`{ctx.span_text(code[0], code[-1] + 1).decode('latin-1')}` takes the first 32 "
-                   f"threads as a warp: on a 64-lane wavefront they are half of one, and the shuffles inside read "
-                   f"lanes 32-63, which take no part (test `< warpSize`, or give lanes 32-63 a neutral value)",
-                   confidence="medium", subject="< 32", severity="warning")
+        guard = ctx.span_text(code[0], code[-1] + 1).decode("latin-1")
+        if not _tail_from_16(ctx, body, end):
+            ctx.report(RULE, code[-1], f"`{guard}` takes the first 32 threads as a warp: on a 64-lane wavefront they "
+                       f"are half of one, and the shuffles inside read lanes 32-63, which take no part (test "
+                       f"`< warpSize`, or give lanes 32-63 a neutral value)",
+                       confidence="medium", subject="< 32", severity="warning")
+            continue
+        edits = [ctx.edit(a, ACTIVE, b - 1) for a, b in full_masks_within(ctx, body, end)]
+        if not edits:
+            continue  # right on both wave sizes as written: lane 0 reads only lanes 0-31
+        ctx.report(RULE, code[-1], f"`{guard}` runs the shuffles inside on 32 threads, half of a 64-lane wavefront: "
+                   f"offsets 16..1 keep lane 0's result within them, but a mask of every lane is not the lanes "
+                   f"taking part, which ROCm 7 checks in debug builds (pass `__activemask()`; keep the guard and "
+                   f"offsets, or widen them together)", edits=edits, subject="< 32", severity="warning")
+
+
+def _branch(ctx: Context, i: int) -> tuple[int, int]:
+    """First and last token of what the `if` at ``i`` runs: its block, or its one statement."""
+    close = ctx.match(ctx.next_code(i))
+    body = ctx.next_code(close)
+    end = ctx.match(body) if ctx.t(body) == b"{" else body
+    while ctx.t(body) != b"{" and end < ctx.n and ctx.text[end] != b";":
+        end += 1
+    return body, end
+
+
+def _tail_from_16(ctx: Context, body: int, end: int) -> bool:
+    """The branch reduces by shuffle offsets 16..1 (a loop or a ladder) and by no offset counted from `warpSize`."""
+    found = False
+    for k in range(body, max(end, body) + 1):
+        if ctx.text[k] == b"for":
+            parts = split_for(ctx, k)
+            if parts is not None:
+                init, cond, incr, loop = parts
+                if loop_offsets_32(ctx, cond, init, incr, loop) is not None:
+                    found = True
+                elif any(ctx.text[m] == b"warpSize" for m in range(init[0], incr[1])):
+                    return False
+        elif ctx.text[k] in _OFFSET_SHUFFLES and ctx.is_call(k):
+            args = ctx.call_args(k) or []
+            pos = SHUFFLES[ctx.text[k]] + 1
+            if len(args) > pos:
+                offset = [m for m in range(*args[pos]) if ctx.kinds[m] != COMMENT]
+                if any(ctx.text[m] == b"warpSize" for m in offset):
+                    return False
+                if len(offset) == 1 and int_value(ctx.text[offset[0]]) == 16:
+                    found = True
+    return found
+
+
+def full_masks_within(ctx: Context, body: int, end: int) -> list[tuple[int, int]]:
+    """Token ranges of the all-lanes masks (32- or 64-bit spellings) given to `*_sync` calls in body..end, when the
+    targeted release has them."""
+    if ctx.sync_state() != "on":
+        return []
+    out = []
+    for k in range(body, max(end, body) + 1):
+        if ctx.text[k] in SYNC_BUILTINS and ctx.text[k] != b"__syncwarp" and ctx.is_call(k):
+            args = ctx.call_args(k) or []
+            if not args:
+                continue
+            code = [m for m in range(*args[0]) if ctx.kinds[m] != COMMENT]
+            if not code:
+                continue
+            is32, value = is_full_mask32(ctx, code[0], code[-1] + 1)
+            spelled = ctx.span_text(code[0], code[-1] + 1).strip().decode("latin-1")
+            if (is32 and value == 0xFFFFFFFF) or spelled in load_semantic().full64:
+                out.append((code[0], code[-1] + 1))
+    return out
+
+
+def in_first_32_tail(ctx: Context, i: int) -> bool:
+    """Token ``i`` is in the branch of an `if (tid < 32)` whose shuffles count offsets 16..1."""
+    lit = _inside_first_32(ctx, i)
+    if lit is None:
+        return False
+    k = lit
+    while ctx.text[k] != b"if":
+        k = ctx.prev_code(k)
+    return _tail_from_16(ctx, *_branch(ctx, k))
 
 
 def _first_32_condition(ctx: Context, i: int) -> list[int] | None:
@@ -233,6 +319,8 @@ def _check_shuffle_call(ctx: Context, i: int, loops: Spans, red: Reductions) -> 
     ladder = [k for k in range(lo, hi) if ctx.text[k] in _OFFSET_SHUFFLES and ctx.is_call(k)]
     if has_32 or _kept_halves(ctx, red, code[0], "shuffle ladder from offset 16", ladder):
         return
+    if _inside_first_32(ctx, i) is not None:
+        return  # only 32 threads take part (`if (tid < 32)`): the ladder from 16 stays inside them
     ctx.report(RULE, code[0], f"unrolled `{name.decode()}` ladder starts at offset 16: on a 64-lane wavefront "
                f"lanes 32-63 are never combined (add an offset-32 step for wave64, or loop from `warpSize / 2`)",
                confidence="medium", subject="offset 16")
