@@ -285,3 +285,20 @@ def test_cli_verbose_lists_the_findings_and_no_build_files_skips_setup_py(tmp_pa
                 cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert "3 files scanned" in r.stderr and "PyTorch extension" not in r.stderr
+
+
+def test_rules_show_tells_what_convert_does_with_pytorch_names():
+    r = hipport("rules", "show", "getCurrentCUDAStream")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines()[:4] == [
+        "getCurrentCUDAStream  (PyTorch extension, rules/pytorch.toml)",
+        "  convert:      left as it is for PyTorch's build-time hipify, reported (pytorch-name) behind `at::cuda::`, "
+        "`c10::cuda::`",
+        "  hipify v1:    getCurrentHIPStreamMasqueradingAsCUDA  (PyTorch 2.10 and older)",
+        "  hipify v2:    getCurrentCUDAStream  (PyTorch 2.11 on)"]
+    r = hipport("rules", "show", "c10/cuda/CUDAStream.h")
+    assert r.returncode == 0 and "  hipify v2:    c10/hip/HIPStream.h  (PyTorch 2.11 on)" in r.stdout, r.stdout
+    r = hipport("rules", "show", "kCUDA")
+    assert r.returncode == 0 and "left as it is, not reported" in r.stdout, r.stdout
+    r = hipport("rules", "show", "getCurrentCUDAStreamX")
+    assert r.returncode == 1, r.stdout

@@ -111,7 +111,8 @@ def _interruptible(command):
 @click.option("--no-build-files", is_flag=True,
               help="Leave build files alone. By default Makefiles (Makefile, makefile, GNUmakefile, *.mk) and CMake "
                    "files (CMakeLists.txt, *.cmake) in PATHS are converted too: nvcc and its flags to hipcc's, "
-                   "CUDA libraries and paths to ROCm's, CMake's CUDA language to HIP (summary category `build`).")
+                   "CUDA libraries and paths to ROCm's, CMake's CUDA language to HIP (summary category `build`); a "
+                   "setup.py is read (never changed) for PyTorch's CUDAExtension, which builds for ROCm itself.")
 @click.option("--offload-arch", "offload_arch", metavar="GFX[,GFX...]",
               help="AMD GPU targets converted build files compile for (--offload-arch=, CMAKE_HIP_ARCHITECTURES): "
                    f"{TARGETS_HELP}. Default: the settings' `offload-arch`, else those of gfx90a,gfx942,gfx1100 the "
@@ -160,7 +161,7 @@ def convert(paths, output_dir, diff_mode, check, to_stdout, roc, rocm_version, l
     """Convert CUDA sources under PATHS to HIP, and bring HIP sources forward to the targeted ROCm.
 
     PATHS are files or directories; directories are searched for .cu .cuh .hip .cpp .cc .cxx .c .h .hpp .hh .inl
-    .inc files and for build files (Makefile, *.mk, CMakeLists.txt, *.cmake; --no-build-files skips them),
+    .inc files and for build files (Makefile, *.mk, CMakeLists.txt, *.cmake, setup.py; --no-build-files skips them),
     skipping .git. HIP code (a .hip file, HIP in a C++ file) goes through the same passes: what an older ROCm
     wrote otherwise is rewritten for --rocm-version (hipBLAS 2 names for a 7.0+ target...), and the summary counts
     those files apart ("HIP input, brought forward"). By default files are rewritten in place, atomically: a crash or Ctrl-C leaves each file

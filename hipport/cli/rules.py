@@ -210,6 +210,9 @@ def show(ctx, name, rule_dirs, hipify_perl, no_hipify_perl, config_path):
     elif semantic:
         for line in semantic:
             click.echo(line)
+    elif _pytorch_lines(name):
+        for line in _pytorch_lines(name):
+            click.echo(line)
     else:
         text, hint = _describe_audit_rule(name)
         if text is not None:
@@ -222,6 +225,41 @@ def show(ctx, name, rule_dirs, hipify_perl, no_hipify_perl, config_path):
             _not_found(name, rules, sem, hint)
     if mentions:
         click.echo(f"  audit:        rules that name it: {', '.join(mentions)} (`hipport rules show RULE-ID`)")
+
+
+def _pytorch_lines(name: str) -> list[str]:
+    """What convert does with a name or header of PyTorch's own GPU API (rules/pytorch.toml), or []."""
+    from hipport.pytorch_data import load_pytorch
+
+    try:
+        data = load_pytorch()
+    except RuleError as exc:
+        fail(str(exc))
+    head = f"{name}  (PyTorch extension, rules/pytorch.toml)"
+    left = "  convert:      left as it is for PyTorch's build-time hipify, reported (pytorch-name)"
+    entry = data.names.get(name) or data.macros.get(name) or data.header(name)
+    if entry is not None and entry.kind == "header" and not entry.v1:
+        entry = None
+    if entry is not None:
+        where = {"name": f" behind `{'::`, `'.join(entry.qualifiers)}::`", "macro": "", "header": " where included"}
+        lines = [head, left + where[entry.kind] + (" in an extension's files" if entry.extension_only else "")]
+        lines.append(f"  hipify v1:    {entry.v1}  (PyTorch 2.10 and older)" + (f"; {entry.v1_note}" if entry.v1_note
+                                                                                  else ""))
+        lines.append(f"  hipify v2:    {entry.v2}  (PyTorch 2.11 on)")
+        if entry.why:
+            lines.append(f"  what it is:   {entry.why}")
+        return lines
+    if name in data.namespaces:
+        v1, why = data.namespaces[name]
+        return [head, left, f"  hipify v1:    {v1}  (PyTorch 2.10 and older)", f"  hipify v2:    {name}  (PyTorch 2.11 on)",
+                f"  what it is:   {why}"]
+    kept = data.kept_entry(name)
+    if kept is not None:
+        lines = [head, f"  convert:      left as it is, not reported: {kept.why}"]
+        if kept.roc:
+            lines.append(f"  --roc:        a warning (pytorch-roc-handle): {kept.roc}")
+        return lines
+    return []
 
 
 def _not_found(name: str, rules: RuleSet, sem: Semantic, hint: str | None) -> None:
