@@ -53,10 +53,16 @@ PROGRAMS = {
     "last_lane": ({"lane-math-32"}, _SUM),
     "qualifiers": ({"lane-math-32"}, _SUM),
     "macro_constant": ({"lane-math-32"}, _SUM),  # issue 21, defect 3: the patched file compiles with g++
+    "named_constants": ({"lane-math-32"}, _SUM),  # issue 34: `static const int WS = 32;` and a `constexpr` kWarp
     "ballot": ({"ballot-32bit"}, f"{sum(v > 3 for v in VALUES)} {sum(int(v) % 2 == 1 for v in VALUES)}"),
+    # Issue 34: 32 as the size of a block of data beside warp code (block b scaled by b + 1), and the tail of a block
+    # reduction under `if (tid < 32)`: right as converted, and left so (the old medium patches broke both).
+    "data_blocks": ({"lane-math-32"}, f"{sum((i // 32 + 1) * v for i, v in enumerate(VALUES)):g}"),
+    "first_32_tail": ({"warp-loop-32"}, _SUM),
 }
 
-LEVEL = {"last_lane": "medium"}  # `lane == 31` is a guess that `lane` counts the lanes of a warp
+LEVEL = {"last_lane": "medium",  # `lane == 31` is a guess that `lane` counts the lanes of a warp
+         "data_blocks": "medium", "first_32_tail": "medium"}  # the level the patches they must not get had
 
 # Warp-level rules with a patch that no program here runs, and why.
 NOT_RUN = {

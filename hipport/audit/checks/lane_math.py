@@ -34,7 +34,7 @@ from hipport.audit.checks.context import (
 )
 
 RULE = "lane-math-32"
-WARP_CONST_NAME = re.compile(rb"(?i)^(?:k_?|c_?|g_?)?(?:warp_?size|warp_?sz|warp_?lanes|warp_?width|"
+WARP_CONST_NAME = re.compile(rb"(?i)^(?:k_?|c_?|g_?)?(?:warp|warp_?size|warp_?sz|warp_?lanes|warp_?width|"
                              rb"lanes?_?per_?warp|threads?_?per_?warp|warp_?threads|cuda_?warp_?size|wsize|ws|"
                              rb"wave_?size|wavefront_?size|wave_?lanes)$")
 BLOCK_NAME = re.compile(rb"(?i)(block|threads|tpb|nthreads|num_?threads|cta)")
@@ -134,12 +134,14 @@ def check(ctx: Context) -> None:
                    f"reduction and its other ids" if whole else f"; no patch: it belongs with the 32-lane shuffle reduction of line {line}, "
                    f"which is right on a 64-lane wavefront with ids of 32, and not every piece can be rewritten "
                    f"(change them together or not at all)")
-        if c.proof == "none":
-            why = ("; no patch: no use shows a lane or warp number (a warp operation's lane, a lane test beside warp "
-                   "results, a per-warp `__shared__` slot), and 32 may be the size of a block of data")
         advice = f"`{c.replacement.split()[0]} warpSize`" if edits or c.where is None else \
             "a warp size chosen at compile time (a template parameter)"
-        ctx.report(RULE, c.op, f"`{c.expr}` computes a {c.what} for 32-lane warps; use {advice}{why}",
+        said = f"`{c.expr}` computes a {c.what} for 32-lane warps; use {advice}{why}"
+        if c.proof == "none":
+            said = (f"`{c.expr}` may compute a {c.what} for 32-lane warps (then use {advice}); no patch: no use "
+                    f"shows a lane or warp number (a warp operation's lane, a lane test beside warp results, a "
+                    f"per-warp `__shared__` slot), and 32 may be the size of a block of data")
+        ctx.report(RULE, c.op, said,
                    confidence=c.confidence, edits=edits,
                    subject=ctx.text[c.op].decode() + " " + ctx.text[c.lit].decode())
     _check_constants(ctx)
@@ -403,10 +405,22 @@ def _check_constants(ctx: Context) -> None:
         if not ctx.is_decl_name(i) and ctx.t(ctx.prev_code(i)) not in (b"{", b","):  # enumerators too
             continue
         name = ctx.text[i]
+        if _bare_warp_name(name) and not _const_declared(ctx, i):
+            continue  # `int warp = 32;`: a variable named after a warp, not a constant of its width
         edits = []
         fn = ctx.function_at(i)
         if fn is None:  # a function's own constant is no definition for the files that include this one
             ctx.warp_constants.setdefault(name, ctx.lines.line_col(ctx.starts[v])[0])
+            uses = [k for k in ctx.positions(name) if k != i and not ctx.in_directive[k]]
+            if not uses and not _is_header(ctx.path):
+                continue  # nothing in this file computes with it (its uses were patched to `warpSize`)
+            edits = _namespace_constant_edits(ctx, i, uses)
+            how = "its uses in device code read `warpSize` with the patch" if edits else \
+                "make the warp size a template parameter chosen on the host"
+            ctx.report(RULE, v, f"`{name.decode()}` is 32; every lane and warp computed from it assumes 32-lane "
+                       f"warps ({how})", edits=edits, subject=name.decode())
+            _report_uses(ctx, name, v, range(i + 1, ctx.n))
+            continue
         if fn is not None:
             hi = fn.body[1]
             uses = [k for k in range(i + 1, hi) if ctx.text[k] == name]
@@ -419,6 +433,48 @@ def _check_constants(ctx: Context) -> None:
                    f"({how})", edits=edits, subject=name.decode())
         _report_uses(ctx, name, v, range(i + 1, fn.body[1]) if fn is not None else range(i + 1, ctx.n))
     _check_header_constants(ctx)
+
+
+_HEADER_SUFFIXES = (".h", ".hh", ".hpp", ".hxx", ".cuh", ".inl", ".inc")
+
+
+def _is_header(path: str) -> bool:
+    return path.lower().endswith(_HEADER_SUFFIXES)
+
+
+def _bare_warp_name(name: bytes) -> bool:
+    """`WARP`, `kWarp`: a width only when declared constant (`int warp = 32;` may be anything)."""
+    return re.match(rb"(?i)^(?:k_?|c_?|g_?)?warp$", name) is not None
+
+
+def _const_declared(ctx: Context, name: int) -> bool:
+    first = statement_start(ctx, name)
+    return any(ctx.text[k] in (b"const", b"constexpr", b"enum") for k in range(first, name)) \
+        or ctx.t(ctx.prev_code(name)) in (b"{", b",")  # an enumerator
+
+
+def _namespace_constant_edits(ctx: Context, decl: int, uses: list[int]) -> list:
+    """`static const int WS = 32;` / `constexpr int kWarp = 32;` at namespace scope, where `warpSize` cannot
+    initialise it (a host-visible constant; no constant at all from ROCm 7.0): each use in device code becomes
+    `warpSize`, all together or none. None where a use needs a constant or runs on the host, the name is declared
+    again (a parameter or local of that name), a use is qualified (`Cfg::WS`), a 32-lane shuffle reduction goes
+    with the ids (reductions.py: ids of 32 keep it right on 64 lanes), or no use meets a warp operation (a group
+    of 32 threads is right on AMD too)."""
+    if len(ctx.declarations(ctx.text[decl])) != 1 or enclosing_open(ctx, decl, b"{") >= 0 \
+            and ctx.t(ctx.prev_code(ctx.prev_code(enclosing_open(ctx, decl, b"{")))) != b"namespace":
+        return []  # a class member (used qualified) or a name declared twice
+    if not uses:
+        return []
+    red = Reductions.of(ctx)
+    warp_fns = uses_warp_ops(ctx)
+    fed = False
+    for k in uses:
+        fn = ctx.function_at(k)
+        if fn is None or not ctx.device[k] or const_context(ctx, k) is not None or red.reaching(fn) is not None \
+                or ctx.t(ctx.prev_code(k)) in (b"::", b".", b"->"):
+            return []
+        fed = fed or fn.body[0] in warp_fns
+    return [ctx.edit(k, "warpSize") for k in uses] if fed else []
 
 
 def _check_header_constants(ctx: Context) -> None:
