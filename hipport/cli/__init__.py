@@ -130,6 +130,7 @@ def run() -> None:
 _LAZY_COMMANDS = {
     "convert": ("hipport.cli.convert", "convert"),
     "audit": ("hipport.cli.audit", "audit"),
+    "compat": ("hipport.cli.compat", "compat"),
     "rules": ("hipport.cli.rules", "rules"),
     "init": ("hipport.cli.init", "init"),
     "doctor": ("hipport.cli.doctor", "doctor"),

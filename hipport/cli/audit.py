@@ -442,6 +442,7 @@ def audit(paths, exclude, follow_symlinks, archs, rocm, select, ignore, include_
                                   project_exclude=tuple(config.get("exclude", [])), project_dir=base)
     except InputError as exc:
         fail(str(exc))
+    sources = _without_other_platform(sources, quiet)
     headers = tuple(str(Path(d).resolve()) for d in (*config.paths("include-dirs"), *include_dirs))
     # The project's AMD switches: as the settings name them, else as its build files pass them (`-DUSE_ROCM`).
     if config.get("defines") is not None:
@@ -658,6 +659,25 @@ def _write_report(dest: Path, data: bytes) -> None:
     except OSError as exc:
         tmp.unlink(missing_ok=True)
         fail(f"{dest}: cannot write the report ({exc.strerror or exc})")
+
+
+def _without_other_platform(sources, quiet: bool):
+    """The sources less those only the other platform's branches include (ggml's `vendors/cuda.h`, reached only from
+    the `#else` of `#ifdef GGML_USE_HIP`): the AMD build never compiles them, so they are not audited as its code,
+    as `convert` leaves them alone (`platforms.tree_facts`, read over the whole run)."""
+    from hipport.platforms import tree_facts
+
+    facts = tree_facts([s.path for s in sources if s.skip is None])
+    if not facts.other_platform:
+        return sources
+    kept = [s for s in sources if s.skip is not None or facts.of(str(s.path))[0] == ""]
+    left = [s for s in sources if s not in kept]
+    if left and not quiet:
+        first = left[0]
+        click.echo(one_line(f"left out: {len(left)} file{'s' if len(left) > 1 else ''} only the other platform's "
+                            f"branches include, which the AMD build never compiles (first: {show(first.path)}: "
+                            f"{facts.of(str(first.path))[0]})"), err=True)
+    return kept
 
 
 def _converter(rocm_version: tuple[int, ...], config, rules, dirs: list[Path]):
