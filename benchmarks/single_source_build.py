@@ -11,17 +11,21 @@ ROCm 7.2.4), `-x hip --offload-arch=ARCH -fsyntax-only -std=c++17`:
   a  the tree as it is, with its own HIP path: `-DGGML_USE_HIP -DGGML_HIP_NO_MMQ_MFMA -DGGML_SCHED_MAX_COPIES=4`
      (what ggml-hip/CMakeLists.txt defines by default), `-Iinclude -Isrc -Isrc/ggml-cuda`;
   b  a copy converted by `hipport convert src include --rocm-version R`, the same units and flags
-     (done: as many units as in a);
+     (done: as many units as in a); a converted tree identical to the original, byte for byte, is not compiled
+     again (its units are a's; --recompile compiles them anyway);
   c  `hipport audit src/ggml-cuda --report json` of the tree as it is, with the HIP build's switches in a
      `.hipport.toml` beside it; each warning or error is placed: in the compatibility layer (vendors/hip.h), on a
-     line the AMD build never compiles (not in the preprocessed output of any unit, host or device pass:
-     `hipcc -E`, the compiler's own answer), or elsewhere (done: none in the first two);
+     line the AMD build never compiles (in no preprocessed output, host or device pass, `hipcc -E`: the
+     compiler's own answer, of each unit with findings and of --cover units including each header with
+     findings; fewer units can only make more lines look dead), in a file no unit includes, or on a compiled
+     line (done: none in the first two);
   d  a CUDA-only copy: vendors/hip.h, vendors/musa.h, src/ggml-hip and src/ggml-musa removed, the
      `GGML_USE_HIP`/`GGML_USE_MUSA` branches of src/ggml-cuda resolved as undefined (`unifdef -U`, then a
      condition it leaves, `!defined(GGML_USE_HIP) && CUDART_VERSION >= ...`, written with `0` for the test), so the
      tree is what it would be had it never built for AMD; `hipport compat src/ggml-cuda` writes the header and the
      forwarding headers, and the units are compiled as its Make glue does (`-I` the compat folder, `-include
-     hipport_compat.h`, no GGML_USE_HIP): d1 with the header as written, d2 with the user section of
+     hipport_compat.h`, no GGML_USE_HIP): d1 with the header as written (--d1-limit: the first N units), d2
+     with the user section of
      ``--user-section`` (default benchmarks/single_source_ggml_user.h) pasted between its markers and the header
      written again (which keeps it).
 
