@@ -81,3 +81,30 @@ def test_a_variable_named_warp_is_no_width():
                       "threadIdx.x < warp)); }\n") == []
     assert _lane_math("#define WARP 32\n__global__ void k(int* o) { o[threadIdx.x / WARP] = "
                       "__shfl_sync(~0ull, 1, 0); }\n") == [(1, True), (2, False)]
+
+
+def _launch(src: str, archs=("gfx90a", "gfx942", "gfx1100")) -> list[int]:
+    return [f.line for f in audit_source(src.encode(), "k.cu", AuditOptions(offload_arch=archs))
+            if f.rule_id == "launch-warps-32"]
+
+
+VOTE = """__global__ void vote(const float* x, int* out, int ws) {
+    const int lane = threadIdx.x % ws;
+    const unsigned long long b = __ballot_sync(~0ull, x[threadIdx.x] > 0.0f);
+    if (lane == 0) out[threadIdx.x / ws] = __popcll(b);
+}
+void run(const float* x, int* out, int n) {
+    int warp_size = 32;
+    vote<<<n / 256, 256>>>(x, out, warp_size);
+}
+"""
+
+
+def test_a_host_warp_size_of_32_passed_to_a_kernel_that_ballots_is_reported_where_wave64_is_built():
+    assert _launch(VOTE) == [8]
+    assert _launch(VOTE, ("gfx1100",)) == []  # a 32-lane target: 32 is its warp size
+
+
+def test_the_width_a_kernel_is_given_alone_is_a_logical_warp():
+    assert _launch(VOTE.replace("__ballot_sync(~0ull, x[threadIdx.x] > 0.0f)", "x[threadIdx.x] > 0.0f")
+                   .replace("__popcll(b)", "(int)b")) == []

@@ -49,6 +49,9 @@ class Helper:
     # Of mask_params, those reaching `__syncwarp`: HIP's does not trim its mask on wave32, so "every lane" is
     # `__activemask()` there, not the 64-bit literal (amd_warp_sync_functions.h, ROCm 7.2).
     syncwarp_params: tuple[int, ...] = ()
+    # A kernel's parameters that number its lanes or warps (`threadIdx.x % ws`, `tid / ws`), where the kernel also
+    # works with the hardware's width (`warpSize`, a ballot): a 32 passed there is wrong on a 64-lane wavefront.
+    lane_params: tuple[int, ...] = ()
 
 
 def _mask_params(ctx: Context, fn, builtins=SYNC_BUILTINS) -> tuple[int, ...]:
@@ -115,13 +118,14 @@ def summarise(ctx: Context, findings: list[Finding], label: str) -> dict[str, He
             masks = _mask_params(ctx, fn)
             syncwarp = _mask_params(ctx, fn, {b"__syncwarp"}) if masks else ()
         reads = fn.kernel and any(ctx.text[k] == b"warpSize" for k in range(fn.body[0], fn.body[1]))
-        if not inside and not masks and not width_params and not width_tparams and not reads:
+        lane_params = _lane_params(ctx, fn) if fn.kernel else ()
+        if not inside and not masks and not width_params and not width_tparams and not reads and not lane_params:
             continue
         line = ctx.lines.line_col(ctx.starts[fn.name_index])[0]
         best = min(inside, key=lambda f: (LANE_RULES.index(f.rule_id), f.line)) if inside else None
         default_32 = _report_default_32(ctx, fn, width_tparams)
         out[fn.name] = Helper(fn.name, f"{label}:{line}", best.rule_id if best else "", best.message if best else "",
-                              masks, width_params, width_tparams, reads, default_32, syncwarp)
+                              masks, width_params, width_tparams, reads, default_32, syncwarp, lane_params)
     syncwarp_macros = _macro_wrappers(ctx, {b"__syncwarp"})
     for name, masks in _macro_wrappers(ctx).items():
         d = ctx.macros[name]
@@ -129,6 +133,40 @@ def summarise(ctx: Context, findings: list[Finding], label: str) -> dict[str, He
         out.setdefault(name.decode("latin-1"), Helper(name.decode("latin-1"), f"{label}:{line}", "", "", masks,
                                                       syncwarp_params=syncwarp_macros.get(name, ())))
     return out
+
+
+# What shows a kernel works with the hardware's wavefront, whatever width its parameters say.
+_HARDWARE_WIDTH = frozenset({b"warpSize", b"__ballot", b"__ballot_sync", b"__activemask", b"__lane_id",
+                             b"__popcll", b"__ffsll"})
+
+
+def _lane_params(ctx: Context, fn) -> tuple[int, ...]:
+    """Parameters of kernel ``fn`` that divide a thread index into lanes or warps (`threadIdx.x % ws`, `tid / ws`,
+    `tid & (ws - 1)`), when the kernel also meets the hardware's width (`warpSize`, a ballot): then a host's 32 for
+    them disagrees with a 64-lane wavefront. A kernel that numbers its lanes only by the parameter is a logical warp
+    of that width, right on 64 lanes (a 16..1 reduction inside each 32-lane group): none."""
+    from hipport.audit.checks.common import operand_before, thread_derived
+    from hipport.audit.checks.context import THREAD_INDEX
+
+    names = [n.encode() for n in fn.param_names]
+    lo, hi = fn.body
+    if not names or not any(ctx.text[k] in _HARDWARE_WIDTH for k in range(lo, hi)):
+        return ()
+    derived = thread_derived(ctx, fn) | THREAD_INDEX
+    found = set()
+    for k in range(lo, hi):
+        if ctx.kinds[k] != IDENT or ctx.text[k] not in names:
+            continue
+        op = ctx.prev_code(k)
+        if ctx.t(op) == b"(" and ctx.t(ctx.next_code(k)) == b"-":  # `tid & (ws - 1)`
+            op = ctx.prev_code(op)
+            if ctx.t(op) != b"&":
+                continue
+        elif ctx.t(op) not in (b"%", b"/"):
+            continue
+        if any(ctx.text[m] in derived for m in range(operand_before(ctx, op), op)):
+            found.add(names.index(ctx.text[k]))
+    return tuple(sorted(found))
 
 
 def _report_default_32(ctx: Context, fn, width_tparams: tuple[int, ...]) -> int:
@@ -238,6 +276,8 @@ def report_calls(ctx: Context, helpers: dict[str, Helper], *, local: bool,
         if kind == "launch":
             if helper.reads_warp_size:
                 _check_launch_config(ctx, i, helper, config)
+            if helper.lane_params:
+                _check_warp_size_args(ctx, i, helper, args)
             continue
         line = ctx.lines.line_col(ctx.starts[i])[0]
         if helper.mask_params:
@@ -385,6 +425,9 @@ def _mask_origin(ctx: Context, call: int, first: int, last: int,
 
 
 _LAUNCH_RULE = "launch-warps-32"
+# A variable or constant named for the warp size (`warp_size`, `kWarpSize`, `WS`): lane_math's names.
+_WARP_NAME = re.compile(rb"(?i)^(?:k_?|c_?|g_?|n_?|h_?)?(?:warp|warp_?size|warp_?sz|warp_?lanes|warp_?width|"
+                        rb"lanes?_?per_?warp|threads?_?per_?warp|warp_?threads|ws|wave_?size|wavefront_?size)$")
 
 
 def _check_launch_config(ctx: Context, launch: int, helper: Helper, config) -> None:
@@ -413,6 +456,30 @@ def _check_launch_config(ctx: Context, launch: int, helper: Helper, config) -> N
         return
 
 
+def _check_warp_size_args(ctx: Context, launch: int, helper: Helper, args) -> None:
+    """A 32 the host passes a kernel as the width it numbers lanes and warps by (`k<<<g, b>>>(x, warp_size)` with
+    `int warp_size = 32;`), where the kernel also works with the hardware's width: on a 64-lane wavefront the two
+    disagree. The host has the device's width to pass: `hipDeviceAttributeWarpSize`."""
+    if _LAUNCH_RULE not in ctx.hazards or 64 not in ctx.wave_sizes():
+        return
+    for pos in helper.lane_params:
+        if pos >= len(args):
+            continue
+        code = [k for k in range(*args[pos]) if ctx.kinds[k] != COMMENT]
+        if len(code) == 1 and ctx.kinds[code[0]] == LITERAL and pos in helper.width_params:
+            continue  # warp-loop-32 reports a literal width at the call
+        lit = _thirty_two(ctx, *args[pos], launch, lone=True, hops=2)
+        if lit is None:
+            continue
+        arg = ctx.span_text(*args[pos]).decode("latin-1").strip()
+        line = ctx.lines.line_col(ctx.starts[lit])[0]
+        via = "" if ctx.lines.line_col(ctx.starts[code[0]])[0] == line else f" (32, line {line})"
+        ctx.report(_LAUNCH_RULE, code[0], f"`{arg}`{via} is the warp size `{helper.name}` ({helper.where}) numbers "
+                   f"lanes and warps by, beside the hardware's wavefront: on a 64-lane one they disagree (pass "
+                   f"the device's, `hipDeviceGetAttribute(&ws, hipDeviceAttributeWarpSize, dev)`)",
+                   confidence="medium", subject=helper.name, severity="warning")
+
+
 def _thirty_two(ctx: Context, first: int, last: int, at: int, *, lone: bool, hops: int) -> int | None:
     """The literal 32 that counts lanes in a launch expression: a factor or divisor (`W * 32`, `n / 32`), the
     whole block size, or the same inside a variable's initialiser or an object-like macro (``hops`` deep)."""
@@ -429,7 +496,9 @@ def _thirty_two(ctx: Context, first: int, last: int, at: int, *, lone: bool, hop
         if ctx.kinds[k] != IDENT or ctx.t(ctx.next_code(k)) in (b"(", b"::") or \
                 ctx.t(ctx.prev_code(k)) in (b".", b"->", b"::"):
             continue
-        alone = lone and len(code) == 1
+        # A warp size of its own (`int warp_size = 32;`) counts lanes as a factor or divisor too: `n * warp_size`.
+        alone = lone and len(code) == 1 or (_WARP_NAME.match(ctx.text[k]) is not None and (
+            ctx.t(ctx.prev_code(k)) in (b"*", b"/") or ctx.t(ctx.next_code(k)) == b"*"))
         body = ctx.macro_value(ctx.text[k])
         if body:
             found = _thirty_two(ctx, body[0], body[-1] + 1, at, lone=alone, hops=hops - 1)

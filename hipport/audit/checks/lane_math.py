@@ -21,6 +21,7 @@ from hipport.audit.checks.common import (
     thread_derived,
     wave_conditional_lines,
 )
+from hipport.audit.checks import host_flow
 from hipport.audit.checks.lane_uses import LaneUses
 from hipport.audit.checks.reductions import Reductions, uses_warp_ops
 from hipport.audit.checks.context import (
@@ -417,6 +418,9 @@ def _check_constants(ctx: Context) -> None:
             edits = _namespace_constant_edits(ctx, i, uses)
             how = "its uses in device code read `warpSize` with the patch" if edits else \
                 "make the warp size a template parameter chosen on the host"
+            if host_flow.function_body(ctx, i) is not None:  # a host function's variable: ask the device
+                how = "ask the device: `hipDeviceGetAttribute(&ws, hipDeviceAttributeWarpSize, dev)` or " \
+                    "`hipDeviceProp_t::warpSize`"
             ctx.report(RULE, v, f"`{name.decode()}` is 32; every lane and warp computed from it assumes 32-lane "
                        f"warps ({how})", edits=edits, subject=name.decode())
             _report_uses(ctx, name, v, range(i + 1, ctx.n))
