@@ -31,6 +31,9 @@ _V1 = "hipify v1, PyTorch 2.10 and older"
 _V2 = "v2, from 2.11"
 _USING = re.compile(rb"\busing\s+namespace\s+((?:::\s*)?[A-Za-z_]\w*(?:\s*::\s*[A-Za-z_]\w*)*)\s*;")
 _words: dict[int, re.Pattern] = {}
+# What every file the pass can report on holds (a PyTorch header, `at::cuda::`, `c10::cuda::`, a c10 check macro):
+# tested first, at memchr speed, as most CUDA files hold none of them.
+_MARKS = (b"at::cuda", b"c10::cuda", b"c10/", b"ATen/", b"torch/", b"C10_CUDA_")
 
 
 def _word_pattern(data: TorchData) -> re.Pattern:
@@ -47,6 +50,8 @@ def _word_pattern(data: TorchData) -> re.Pattern:
 def report_pytorch_names(ctx: "ConversionContext") -> None:
     """Report the c10/ATen names and headers the file uses that ROCm PyTorch's extension build rewrites itself (see
     the module's text); nothing is edited."""
+    if not any(mark in ctx.src for mark in _MARKS):
+        return
     data = load_pytorch()
     seen: set[str] = set()
     extension = _report_headers(ctx, data, seen)
