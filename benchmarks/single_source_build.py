@@ -8,23 +8,24 @@ directory such as a `fetch`ed mirror, and ``--commit``) into WORK (default /tmp/
 each compiling the HIP build's units one at a time with the real compiler (``--hipcc``, default `rocm7-hipcc`:
 ROCm 7.2.4), `-x hip --offload-arch=ARCH -fsyntax-only -std=c++17`:
 
-  a  the tree as it is, with its own HIP path: `-DGGML_USE_HIP -DGGML_HIP_NO_MMQ_MFMA -DGGML_SCHED_MAX_COPIES=4`
-     (what ggml-hip/CMakeLists.txt defines by default), `-Iinclude -Isrc -Isrc/ggml-cuda`;
+  a  the tree as it is, with its own HIP path: `-DGGML_USE_HIP -DGGML_HIP_GRAPHS -DGGML_HIP_NO_VMM
+     -DGGML_SCHED_MAX_COPIES=4` (what a default HIP build defines), `-Iinclude -Isrc -Isrc/ggml-cuda`;
   b  a copy converted by `hipport convert src include --rocm-version R`, the same units and flags
      (done: as many units as in a); a converted tree identical to the original, byte for byte, is not compiled
      again (its units are a's; --recompile compiles them anyway);
   c  `hipport audit src/ggml-cuda --report json` of the tree as it is, with the HIP build's switches in a
      `.hipport.toml` beside it; each warning or error is placed: in the compatibility layer (vendors/hip.h), on a
-     line the AMD build never compiles (in no preprocessed output, host or device pass, `hipcc -E`: the
-     compiler's own answer, of each unit with findings and of --cover units including each header with
-     findings; fewer units can only make more lines look dead), in a file no unit includes, or on a compiled
-     line (done: none in the first two);
+     line the AMD build never compiles (in no preprocessed output, `hipcc -E -dD`: the compiler's own answer,
+     of the host pass and the device pass for each of the audit's targets, gfx90a, gfx942 and gfx1100, of each
+     unit with findings and of --cover units including each header with findings; fewer units can only make
+     more lines look dead), in a file no unit includes, or on a compiled line (done: none in the first two);
   d  a CUDA-only copy: vendors/hip.h, vendors/musa.h, src/ggml-hip and src/ggml-musa removed, the
      `GGML_USE_HIP`/`GGML_USE_MUSA` branches of src/ggml-cuda resolved as undefined (`unifdef -U`, then a
      condition it leaves, `!defined(GGML_USE_HIP) && CUDART_VERSION >= ...`, written with `0` for the test), so the
      tree is what it would be had it never built for AMD; `hipport compat src/ggml-cuda` writes the header and the
      forwarding headers, and the units are compiled as its Make glue does (`-I` the compat folder, `-include
-     hipport_compat.h`, no GGML_USE_HIP): d1 with the header as written (--d1-limit: the first N units), d2
+     hipport_compat.h`, the CUDA build's defines: `-DGGML_CUDA_PEER_MAX_BATCH_SIZE=128
+     -DGGML_SCHED_MAX_COPIES=4`): d1 with the header as written (--d1-limit: the first N units), d2
      with the user section of
      ``--user-section`` (default benchmarks/single_source_ggml_user.h) pasted between its markers and the header
      written again (which keeps it).
@@ -53,11 +54,16 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_WORK = Path("/tmp/hipport-ss-build")
 DEFAULT_USER = Path(__file__).with_name("single_source_ggml_user.h")
-HIP_DEFINES = ["-DGGML_USE_HIP", "-DGGML_HIP_NO_MMQ_MFMA", "-DGGML_SCHED_MAX_COPIES=4"]
-CUDA_DEFINES = ["-DGGML_SCHED_MAX_COPIES=4"]
+# What a default configuration defines (CMakeLists.txt's options, src/ggml-hip/ and src/ggml-cuda/CMakeLists.txt):
+# GGML_HIP_GRAPHS and GGML_HIP_NO_VMM are ON, GGML_HIP_MMQ_MFMA is ON (so no GGML_HIP_NO_MMQ_MFMA); the CUDA build
+# passes its peer batch size, and GGML_CUDA_GRAPHS is OFF outside llama.cpp.
+HIP_DEFINES = ["-DGGML_USE_HIP", "-DGGML_HIP_GRAPHS", "-DGGML_HIP_NO_VMM", "-DGGML_SCHED_MAX_COPIES=4"]
+CUDA_DEFINES = ["-DGGML_CUDA_PEER_MAX_BATCH_SIZE=128", "-DGGML_SCHED_MAX_COPIES=4"]
 INCLUDES = ["-Iinclude", "-Isrc", "-Isrc/ggml-cuda"]
 FA_VEC_DEFAULT = ["fattn-vec-instance-f16-f16.cu", "fattn-vec-instance-q4_0-q4_0.cu",
                   "fattn-vec-instance-q8_0-q8_0.cu", "fattn-vec-instance-bf16-bf16.cu"]
+# The audit's default targets: a line none of their device passes (nor the host pass) compiles is dead on AMD.
+LIVE_ARCHS = ("gfx90a", "gfx942", "gfx1100")
 USER_BEGIN = "// hipport: user section begin"
 USER_END = "// hipport: user section end"
 
@@ -155,9 +161,10 @@ def live_lines(tree: Path, names, flags, args, wanted: set[str]) -> dict[str, se
         if own not in wanted and all(seen.get(w, 0) >= args.cover for w in wanted):
             continue
         in_unit: set[str] = set()
-        for passes in (["--offload-host-only"], ["--offload-device-only"]):
-            cmd = ["nice", "-n", "10", args.hipcc, "-x", "hip", f"--offload-arch={args.arch}", "-E", "-std=c++17",
-                   "-w", *passes, *flags, name]
+        # -dD keeps each #define in place, so a finding on one counts where the preprocessor read it.
+        for arch, only in [(LIVE_ARCHS[0], "--offload-host-only"), *((a, "--offload-device-only") for a in LIVE_ARCHS)]:
+            cmd = ["nice", "-n", "10", args.hipcc, "-x", "hip", f"--offload-arch={arch}", "-E", "-dD", "-std=c++17",
+                   "-w", only, *flags, name]
             try:
                 r = run(cmd, cwd=tree, timeout=args.timeout)
             except subprocess.TimeoutExpired:
@@ -180,7 +187,7 @@ def live_lines(tree: Path, names, flags, args, wanted: set[str]) -> dict[str, se
 
 def step_c(orig: Path, names, args) -> dict:
     settings = orig / ".hipport.toml"
-    settings.write_text('defines = ["GGML_USE_HIP", "GGML_HIP_NO_MMQ_MFMA"]\n'
+    settings.write_text('defines = ["GGML_USE_HIP", "GGML_HIP_GRAPHS", "GGML_HIP_NO_VMM", "GGML_SCHED_MAX_COPIES=4"]\n'
                         'include-dirs = ["include", "src", "src/ggml-cuda"]\n')
     try:
         r = hipport("audit", "src/ggml-cuda", "--rocm-version", args.release, "--report", "json", "-o", "-",
@@ -211,7 +218,8 @@ def step_c(orig: Path, names, args) -> dict:
         else:
             rest.append((path, finding))
     print(f"c: audit exit {r.returncode}, {len(findings)} warnings and errors: {len(compat)} in the compatibility "
-          f"layer (vendors/hip.h), {len(dead)} on lines the AMD build never compiles (hipcc -E, both passes, of each "
+          f"layer (vendors/hip.h), {len(dead)} on lines the AMD build never compiles (hipcc -E -dD: host pass, device "
+          f"passes for {', '.join(LIVE_ARCHS)}; of each "
           f"unit with findings and {args.cover} including each header with findings), {len(unseen)} in files no "
           f"unit includes, {len(rest)} on compiled lines")
     if args.verbose:

@@ -146,6 +146,8 @@ def test_usage_errors_are_one_line(tree):
         assert words in r.stderr and "Traceback" not in r.stderr
     r = hipport("compat", "missing", cwd=tree)
     assert r.returncode == 2 and "Traceback" not in r.stderr
+    r = hipport("compat", ".", "-o", ".", cwd=tree)  # the output folder is never read: it cannot be the tree
+    assert r.returncode == 2 and "holds the input" in r.stderr and not (tree / "hipport_compat.h").exists()
 
 
 def test_a_plain_tree_maps_nothing(tmp_path):

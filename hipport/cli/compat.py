@@ -111,6 +111,9 @@ def compat(paths, output_dir, rocm_version, roc, build, offload_arch, defines, n
         rules = load_rules(project_rule_dirs(config, None, True, rule_dirs))
         root = next((p for p in paths if p.is_dir()), paths[0].parent)
         out_dir = output_dir if output_dir is not None else root / DEFAULT_DIR
+        held = next((p for p in paths if _inside(p, out_dir)), None)
+        if held is not None:  # the output folder is never read: it must not hold the tree
+            fail(f"--output-dir `{show(out_dir)}` holds the input `{show(held)}`; choose a folder of its own")
         sources = [s for s in collect_sources(list(paths), exclude, report_skipped=True,
                                               project_exclude=tuple(config.get("exclude", [])),
                                               project_dir=config.base)
@@ -296,7 +299,9 @@ def _summary(plan, hazards, problems, target, why, out_dir, *, written, quiet, v
         click.echo(one_line(f"error: {p}"), err=True)
     if quiet:
         return
-    echo = lambda text: click.echo(one_line(text), err=True)  # noqa: E731
+    def echo(text: str) -> None:
+        click.echo(one_line(text), err=True)
+
     v = f"{target[0]}.{target[1]}"
     echo(f"hipport compat: {plan.files} files read, {plan.gpu_files} with CUDA; for ROCm {v} ({why})")
     echo(f"{show(out_dir / HEADER_NAME)}: {plan.mapped} names mapped, {len(plan.calls)} calls by macro, "
