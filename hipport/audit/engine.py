@@ -11,6 +11,7 @@ from hipport.audit.checks import (
     ballot,
     builtins,
     coop_groups,
+    cub_warp,
     hiprtc,
     inline_ptx,
     lane_math,
@@ -33,7 +34,8 @@ from hipport.semantic import load_semantic
 
 # Check functions in the order they run; each takes a Context and reports through it.
 CHECKS = (
-    masks.check, ballot.check, lane_math.check, warp_loops.check, warp_arrays.check, warpsize.check, wave_width.check,
+    masks.check, ballot.check, lane_math.check, warp_loops.check, cub_warp.check, warp_arrays.check, warpsize.check,
+    wave_width.check,
     inline_ptx.check,
     builtins.check, coop_groups.check, names.check, atomics.check, launch_size.check, last_error.check, hiprtc.check,
 )
@@ -43,7 +45,7 @@ CHECKS = (
 _MASK_RULES = frozenset({"warp-mask-32bit", "warp-builtin-unavailable"})
 
 # Rules about counting 32 lanes: silent where the code itself tests the wavefront size.
-_LANE_COUNT_RULES = frozenset({"warp-loop-32", "lane-math-32", "ballot-32bit", "launch-warps-32"})
+_LANE_COUNT_RULES = frozenset({"warp-loop-32", "lane-math-32", "ballot-32bit", "launch-warps-32", "cub-warp-width"})
 
 
 def run_checks(src: bytes, path: str, options: AuditOptions, prepare=None) -> Context:
