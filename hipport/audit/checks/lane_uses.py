@@ -8,7 +8,8 @@ variable it is stored in, or the other id of the same operand (`gid & 31` with `
   a ballot's predicate),
 - tested in the condition of an `if`, a loop or a `?:` whose statement holds a warp operation or a value one
   computed (`if (lane == 0) s[warp] = v;` after `v` was reduced with shuffles),
-- the subscript of a `__shared__` array (a per-warp slot `s[warp]`, or a per-lane one read at exactly `s[lane]`),
+- the subscript of a `__shared__` array that holds values warp code computed (a per-warp slot `s[warp]`, or a
+  per-lane one read at exactly `s[lane]`; a tile of data loaded from memory is not one),
 - the count of a shift next to a ballot (`1u << lane` with a ballot's bits),
 - for a count of warps, compared with or bounding something numbered by thread, or a `__shared__` subscript.
 
@@ -92,7 +93,7 @@ class LaneUses:
         """The use of an id at token ``at`` shows it numbers lanes (``lane``) or warps, or counts warps."""
         if fn is None or fn.body[0] not in self.warp_fns:
             return False
-        return self._warp_argument(at) or self._tests_warp_code(fn, at) or self._shared_subscript(at, lane) \
+        return self._warp_argument(at) or self._tests_warp_code(fn, at) or self._shared_subscript(fn, at, lane) \
             or self._ballot_shift(fn, at) or (count and self._bounds_threads(fn, at))
 
     def _warp_argument(self, at: int) -> bool:
@@ -158,10 +159,13 @@ class LaneUses:
         before = ctx.prev_code(at)
         return ctx.t(k) in _COMPARE or ctx.t(before) in _COMPARE
 
-    def _shared_subscript(self, at: int, lane: bool) -> bool:
+    def _shared_subscript(self, fn, at: int, lane: bool) -> bool:
+        """A subscript of a `__shared__` array that holds what warp code computed (a tile of data loaded from
+        memory is not one)."""
         ctx = self.ctx
         b = enclosing_open(ctx, at, b"[")
-        if b < 0 or ctx.text[ctx.prev_code(b)] not in self.shared():
+        if b < 0 or ctx.text[ctx.prev_code(b)] not in self.shared() or \
+                ctx.text[ctx.prev_code(b)] not in self.results(fn):
             return False
         if not lane:
             return True
@@ -192,8 +196,8 @@ class LaneUses:
             return False
         body = ctx.next_code(ctx.match(p))
         end = ctx.match(body) if ctx.t(body) == b"{" else statement_end(ctx, body)
-        shared = self.shared()
-        return any(ctx.text[m] in shared or self.warp_call(m) for m in range(body, max(end, body) + 1)
+        slots = self.shared() & self.results(fn)
+        return any(ctx.text[m] in slots or self.warp_call(m) for m in range(body, max(end, body) + 1)
                    if ctx.kinds[m] == IDENT)
 
 
