@@ -62,7 +62,29 @@ def value_edits(ctx: Context, first: int, last: int, word: bytes, scope: tuple[i
                 is32, value = is_full_mask32(ctx, body[0], body[-1] + 1)
                 if is32 and value == 0xFFFFFFFF:
                     return [ctx.edit(code[0], full, code[-1])]  # here, not at the #define other code may read
+    if _low_lanes(ctx, code):
+        return []
     return [] if _wide_expression(ctx, code, word, scope) else None
+
+
+def _low_lanes(ctx: Context, code: list[int]) -> bool:
+    """`0xffffffff >> (32 - n)`, `FULL_MASK >> k`: the 32-bit all-ones value shifted right, the lowest lanes, which
+    stay the same lanes zero-extended to 64 bits (the literal must stay 32-bit for the shift to mean that)."""
+    a, b = code[0], code[-1] + 1
+    while ctx.t(a) == b"(" and ctx.match(a) == b - 1:
+        a, b = ctx.next_code(a), b - 1
+    if ctx.t(ctx.next_code(a)) != b">>":
+        return False
+    first = a
+    if ctx.kinds[a] == IDENT:
+        body = ctx.macro_value(ctx.text[a])
+        if not body or len(body) != 1:
+            return False
+        first = body[0]
+    if ctx.kinds[first] != LITERAL or is_full_mask32(ctx, first, first + 1) != (True, 0xFFFFFFFF):
+        return False
+    rest = [k for k in range(ctx.next_code(ctx.next_code(a)), b) if ctx.kinds[k] != COMMENT]
+    return not any(ctx.text[k] in (b"?", b"=", b",") for k in rest)
 
 
 def _strip(ctx: Context, code: list[int]) -> tuple[int, int] | None:
