@@ -37,6 +37,7 @@ class WaveRules:
     release_macros: tuple     # a condition naming one of these already chooses by release
     dropped_from: tuple       # a full mask given to `dropped_names` is dropped from this release
     dropped_names: frozenset
+    active_lanes: str         # "every lane" for such a call that must keep an argument
 
     def macro_test(self, op: str, value: int) -> str:
         """The preprocessor test true exactly where `__AMDGCN_WAVEFRONT_SIZE <op> <value>` held with ROCm 6.4: the
@@ -74,7 +75,7 @@ def _parse(path: Path) -> WaveRules:
                                                      "source"})
     sync = _section(path, data, "sync_builtins", {"rocm_from", "names", "guard", "include", "includes_defining",
                                                   "release_macros", "source"})
-    dropped = _section(path, data, "full_mask_dropped", {"rocm_from", "names", "source"})
+    dropped = _section(path, data, "full_mask_dropped", {"rocm_from", "names", "active_lanes", "source"})
     spellings = width.get("spellings", {})
     if not isinstance(spellings, dict) or not all(isinstance(v, str) and v for v in spellings.values()):
         raise RuleError(f"{path}: `[width.spellings]` maps include prefixes to non-empty strings")
@@ -89,7 +90,8 @@ def _parse(path: Path) -> WaveRules:
         _text(path, "sync_builtins", sync, "guard"), _text(path, "sync_builtins", sync, "include"),
         frozenset(_strings(path, "sync_builtins", sync, "includes_defining")),
         tuple(_strings(path, "sync_builtins", sync, "release_macros")),
-        _version(path, "full_mask_dropped", dropped), frozenset(_names(path, "full_mask_dropped", dropped)))
+        _version(path, "full_mask_dropped", dropped), frozenset(_names(path, "full_mask_dropped", dropped)),
+        _text(path, "full_mask_dropped", dropped, "active_lanes"))
 
 
 def _section(path, data, key, allowed) -> dict:
