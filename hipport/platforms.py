@@ -256,6 +256,9 @@ class Branches:
     amd: list = field(default_factory=list)      # compiled only for AMD
     corners: list = field(default_factory=list)  # every branch of a chain testing a platform or compiler macro
     tests: list = field(default_factory=list)    # (offset, `#ifdef USE_HIP` as written) of each platform test
+    # Offsets of the directives whose outcome the AMD build knows without CUDA's macros (`#elif defined(USE_ROCM) ||
+    # __CUDA_ARCH__ >= 800` under USE_ROCM): a CUDA macro in them decides nothing there.
+    settled_amd: set = field(default_factory=set)
     _other_starts: list = field(default_factory=list)
     _amd_starts: list = field(default_factory=list)
     _corner_starts: list = field(default_factory=list)
@@ -370,6 +373,8 @@ def _walk(chain: _Chain, data: PlatformData, model, out: Branches, dead_amd: boo
         if switches & ns:
             out.tests.append((b.line.start, f"#{b.kind} {b.text}".strip()))
         b_dead_amd = dead_amd or settled_amd or v_amd == 0
+        if b.kind != "else" and (v_amd is not None or dead_amd or settled_amd):
+            out.settled_amd.add(b.line.start)
         b_dead_nv = dead_nv or settled_nv or v_nv == 0
         if not known:  # a chain that tests nothing known is judged by what encloses it only
             b_dead_amd, b_dead_nv = dead_amd, dead_nv

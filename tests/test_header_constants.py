@@ -82,4 +82,12 @@ __global__ void k(const float* x, float* out) {
     path.write_text(kernel)
     findings = [f for f in audit_source(kernel.encode(), str(path), OPTS)
                 if f.rule_id in ("lane-math-32", "warp-loop-32")]
-    assert findings and all(f.severity == "info" and not f.edits for f in findings)
+    assert findings and all(f.severity == "info" for f in findings)
+    # The minimal right patch (issue 34): the shuffles say they mean groups of 32 (`width` 32); offsets and ids stay.
+    edits = [e for f in findings for e in f.edits]
+    assert [f.rule_id for f in findings if f.edits] == ["warp-loop-32"]
+    src = kernel.encode()
+    patched = src
+    for e in sorted(edits, key=lambda e: e.start, reverse=True):
+        patched = patched[:e.start] + e.new + patched[e.end:]
+    assert patched == src.replace(b"__shfl_xor_sync(~0ull, v, o)", b"__shfl_xor_sync(~0ull, v, o, 32)")

@@ -121,11 +121,14 @@ def test_json_totals_match_the_audit(examples_reports):
     assert set(totals["findings_by_rule"]) <= set(data["rules"])
     reduction = next(f for f in data["files"] if f["path"].endswith("reduction.cu"))
     lane = next(x for x in reduction["findings"] if x["rule"] == "lane-math-32")
-    assert lane["location"] == {"line": 48, "column": 34}
-    # The lane id goes with the reduction's offsets: one patch of both, carried by the reduction's finding.
+    assert lane["location"] == {"line": 73, "column": 34}
+    assert "+    const int lane = threadIdx.x % warpSize;" in lane["fix"]["patch"]
+    # block_reduce_sum's ids (lines 48-49) count the 32-lane groups its 16..1 shuffles reduce, which is right on
+    # 64 lanes: the reduction's finding is an info whose patch says `width` 32, and the ids stay (issue 34).
     loop = next(x for x in reduction["findings"] if x["rule"] == "warp-loop-32")
-    assert "-    const int lane = threadIdx.x & 31;" in loop["fix"]["patch"]
-    assert "+    const int lane = threadIdx.x % warpSize;" in loop["fix"]["patch"]
+    assert loop["severity"] == "info" and loop["location"]["line"] == 35
+    assert "+        v += __shfl_down_sync(0xffffffff, v, offset, 32);" in loop["fix"]["patch"]
+    assert "threadIdx.x & 31" not in loop["fix"]["patch"]
     assert reduction["diff"].startswith("--- a/examples/cuda/reduction/reduction.cu")
     assert 0 < reduction["readiness"] < totals["readiness"] < 1
     pure = next(f for f in data["files"] if f["path"].endswith("csv_args.cpp"))
@@ -213,7 +216,8 @@ def test_sarif_shape_and_fixes_apply(examples_reports):
         start = rep["deletedRegion"]["byteOffset"]
         fixed = fixed[:start] + rep["insertedContent"]["text"].encode() + \
             fixed[start + rep["deletedRegion"]["byteLength"]:]
-    assert b"threadIdx.x % warpSize" in fixed and b"threadIdx.x & 31" not in fixed
+    assert fixed.count(b"threadIdx.x % warpSize") == 1 and fixed.count(b"threadIdx.x & 31") == 1  # lines 73, 48
+    assert b"v += __shfl_down_sync(0xffffffff, v, offset, 32);" in fixed
     assert b"0xffffffffffffffffull" in fixed
 
 

@@ -103,6 +103,9 @@ _MAPPED = {n.encode() for n in _RULES.names} | {r.hip.encode() for r in _RULES.n
 _MAPPED |= {n.encode() for n in (*_SEM.warp_sync, *_SEM.warp_sync.values(), *_SEM.by_arity, *_SEM.guards,
                                  *_SEM.guards.values(), *_SEM.device_pass, *_SEM.device_pass.values())}
 _MAPPED |= {hip.encode() for _, hip in _SEM.by_arity.values()}
+# ... as the default target spells them (rules/forward.toml: `hipblasZdscal_v2_64` is `hipblasZdscal_64` from 7.0).
+_MAPPED |= {_SEM.forward.current(r.hip, ConvertOptions().rocm_version[:2]).encode()
+            for r in _RULES.names.values() if r.hip}
 _MAPPED |= {n.encode() for n in _RULES.namespaces} | {str(h).encode() for h in _RULES.namespaces.values()}
 # Tokens the call rules may add around an argument, or write for a mask; and the tokens of an all-lanes mask
 # they may drop (with its comma) or widen.

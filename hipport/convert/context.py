@@ -53,6 +53,9 @@ class ConversionContext:
         self.defines: set[str] = set()
         self.semantic = load_semantic()
         self.claimed: set[int] = set()      # token indices a semantic pass has dealt with
+        # Names the project defines for older releases only (its `__syncwarp` shim behind a release test): at the
+        # target they are HIP's, so the single-source rule must not keep their calls as the project's own.
+        self.older_only: set[str] = set()
         self.candidates = candidates(self.tokens, rules)
         self.once: set[str] = set()         # per-file findings already given
         self.macro_values: dict[str, str] = {}

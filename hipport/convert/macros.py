@@ -42,6 +42,8 @@ def rewrite_conditions(conv: "ConversionContext") -> None:
                 conv.convert(tokens.starts[k], tokens.ends[k], sem.device_pass[name].encode(), name, "macro")
             elif not presence and name in sem.version_macros:
                 conv.claimed.add(k)
+                if d.start in conv.platform.branches.settled_amd:
+                    continue  # the project's switches decide this test for AMD whatever the macro's value
                 conv.finding("cuda-version-macro", "warning", tokens.starts[k],
                              f"`{name}` in a condition: {sem.version_macros[name]}", subject=name)
 

@@ -243,8 +243,10 @@ def keep_to_amd(ctx) -> None:
             kept_conv.append(False)
         elif plat.single_source and conv.category not in shared_ok and not branches.in_amd(start, end):
             kept_conv.append(False)
-        elif plat.hip_path and plat.defines(conv.cuda):
-            kept_conv.append(False)  # on AMD branches and in AMD-only files too, a name the project maps stays its own
+        elif plat.hip_path and plat.defines(conv.cuda) and conv.cuda not in ctx.older_only:
+            # On AMD branches and in AMD-only files too, a name the project maps stays its own; not a definition
+            # kept for releases before the target's built-in, nor its calls, which reach the built-in there.
+            kept_conv.append(False)
         else:
             kept_conv.append(True)
     edits = []

@@ -51,6 +51,7 @@ def guard_sync_builtins(ctx: ConversionContext) -> None:
     older: dict[str, list[Definition]] = {}
     if target >= rules.sync_from:
         older = _guard_definitions(ctx, rules, ours)
+        ctx.older_only.update(older)
     _calls(ctx, rules, older, {d.name for d in ours} | {n for n in present if n in ctx.macro_values},
            target >= rules.dropped_from)
 
