@@ -22,6 +22,7 @@ AUDIT = Path(__file__).resolve().parent / "fixtures" / "audit"
 FIXED = [
     "lane-math-32.namespace",
     "cub-warp-width",
+    "lane-math-64",
 ]
 
 

@@ -34,6 +34,9 @@ FIXTURES = ROOT / "tests" / "fixtures" / "wave64"
 HIP_CPU = Path(os.environ.get("HIPPORT_HIP_CPU", ROOT.parent / "shared" / "hip-cpu"))
 TBB_HEADERS = (Path("/usr/include/tbb/tbb.h"), Path("/usr/include/oneapi/tbb.h"))
 _OUTCOME = re.compile(r"^// wave64: (wrong|right)-before right-after$", re.M)
+# Programs also run on 32 lanes (HIP-CPU's `-DHIP_CPU_WAVEFRONT_SIZE=32`, as RDNA runs HIP): code written for 64
+# lanes says so on a second line, and its patch must be right at both widths.
+_OUTCOME_32 = re.compile(r"^// wave32: (wrong|right)-before right-after$", re.M)
 
 VALUES = [float(i % 7 + 1) for i in range(256)]  # what every program's main() fills its input with
 _SUM = f"{sum(VALUES):g}"
@@ -54,6 +57,8 @@ PROGRAMS = {
     "qualifiers": ({"lane-math-32"}, _SUM),
     "macro_constant": ({"lane-math-32"}, _SUM),  # issue 21, defect 3: the patched file compiles with g++
     "named_constants": ({"lane-math-32"}, _SUM),  # issue 34: `static const int WS = 32;` and a `constexpr` kWarp
+    # Issue 34: written for 64 lanes; also run on 32 (below), where it is wrong until patched.
+    "written_for_64": ({"lane-math-64"}, f"{_SUM} 0"),
     "ballot": ({"ballot-32bit"}, f"{sum(v > 3 for v in VALUES)} {sum(int(v) % 2 == 1 for v in VALUES)}"),
     # Issue 34: 32 as the size of a block of data beside warp code (block b scaled by b + 1), and the tail of a block
     # reduction under `if (tid < 32)`: right as converted, and left so (the old medium patches broke both).
@@ -87,7 +92,7 @@ SHIMS_NOT_RUN = {
 }
 # The per-lane arrays of 32 (`warp-loop-32`'s `[32]` to `[64]`, `lane-math-32`'s `[32 * F]`) are not run either:
 # unpatched, lanes 32-63 write past the array, which is undefined, not a wrong answer a test can expect.
-WARP_RULES = {"warp-loop-32", "lane-math-32", "ballot-32bit", *NOT_RUN}
+WARP_RULES = {"warp-loop-32", "lane-math-32", "ballot-32bit", "lane-math-64", *NOT_RUN}
 
 
 def _need_hip_cpu() -> None:
@@ -196,6 +201,32 @@ def test_patch_is_right_on_64_lanes(programs, name: str):
     else:
         assert before.stdout.strip() == expected, f"{name}: wrong on 64 lanes as it is"
     assert after.stdout.strip() == expected, f"{name}: the patched program is wrong on 64 lanes"
+
+
+WAVE32 = sorted(n for n in PROGRAMS if _OUTCOME_32.search((FIXTURES / f"{n}.cu").read_text()[:300]))
+
+
+@pytest.fixture(scope="module")
+def programs32(request, tmp_path_factory) -> dict[str, Path]:
+    _need_hip_cpu()
+    cache = _cache_dir(request, tmp_path_factory)
+    paths = {name: FIXTURES / f"{name}.cu" for name in WAVE32}
+    before = {n: _convert(p) for n, p in paths.items()}
+    after = {n: _convert(p, "--apply-suggestions", "--suggestion-level", LEVEL.get(n, "high"))
+             for n, p in paths.items()}
+    flags = ["-DHIP_CPU_WAVEFRONT_SIZE=32"]
+    return _build(cache, {"before32": (_batch(before), flags), "after32": (_batch(after), flags)})
+
+
+@pytest.mark.parametrize("name", WAVE32)
+def test_patch_is_right_on_32_lanes(programs32, name: str):
+    expected = PROGRAMS[name][1]
+    wrong_before = _OUTCOME_32.search((FIXTURES / f"{name}.cu").read_text()[:300]).group(1) == "wrong"
+    before = _run(programs32["before32"], name)
+    after = _run(programs32["after32"], name)
+    assert before.returncode == 0 and after.returncode == 0, before.stderr + after.stderr
+    assert (before.stdout.strip() != expected) == wrong_before, f"{name} on 32 lanes as it is: {before.stdout}"
+    assert after.stdout.strip() == expected, f"{name}: the patched program is wrong on 32 lanes"
 
 
 def test_issue_21_halves_reduction_computes_256_after_apply_suggestions(programs):

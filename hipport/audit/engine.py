@@ -22,6 +22,7 @@ from hipport.audit.checks import (
     warp_arrays,
     warp_loops,
     warpsize,
+    wave64_math,
     wave_width,
 )
 from hipport.audit.checks.common import Spans, wave_conditional_lines
@@ -34,8 +35,8 @@ from hipport.semantic import load_semantic
 
 # Check functions in the order they run; each takes a Context and reports through it.
 CHECKS = (
-    masks.check, ballot.check, lane_math.check, warp_loops.check, cub_warp.check, warp_arrays.check, warpsize.check,
-    wave_width.check,
+    masks.check, ballot.check, lane_math.check, warp_loops.check, cub_warp.check, wave64_math.check,
+    warp_arrays.check, warpsize.check, wave_width.check,
     inline_ptx.check,
     builtins.check, coop_groups.check, names.check, atomics.check, launch_size.check, last_error.check, hiprtc.check,
 )
@@ -45,7 +46,8 @@ CHECKS = (
 _MASK_RULES = frozenset({"warp-mask-32bit", "warp-builtin-unavailable"})
 
 # Rules about counting 32 lanes: silent where the code itself tests the wavefront size.
-_LANE_COUNT_RULES = frozenset({"warp-loop-32", "lane-math-32", "ballot-32bit", "launch-warps-32", "cub-warp-width"})
+_LANE_COUNT_RULES = frozenset({"warp-loop-32", "lane-math-32", "ballot-32bit", "launch-warps-32", "cub-warp-width",
+                               "lane-math-64"})
 
 
 def run_checks(src: bytes, path: str, options: AuditOptions, prepare=None) -> Context:

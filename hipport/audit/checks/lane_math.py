@@ -415,7 +415,7 @@ def _check_constants(ctx: Context) -> None:
             uses = [k for k in ctx.positions(name) if k != i and not ctx.in_directive[k]]
             if not uses and not _is_header(ctx.path):
                 continue  # nothing in this file computes with it (its uses were patched to `warpSize`)
-            edits = _namespace_constant_edits(ctx, i, uses)
+            edits = namespace_constant_edits(ctx, i, uses)
             how = "its uses in device code read `warpSize` with the patch" if edits else \
                 "make the warp size a template parameter chosen on the host"
             if host_flow.function_body(ctx, i) is not None:  # a host function's variable: ask the device
@@ -457,7 +457,7 @@ def _const_declared(ctx: Context, name: int) -> bool:
         or ctx.t(ctx.prev_code(name)) in (b"{", b",")  # an enumerator
 
 
-def _namespace_constant_edits(ctx: Context, decl: int, uses: list[int]) -> list:
+def namespace_constant_edits(ctx: Context, decl: int, uses: list[int]) -> list:
     """`static const int WS = 32;` / `constexpr int kWarp = 32;` at namespace scope, where `warpSize` cannot
     initialise it (a host-visible constant; no constant at all from ROCm 7.0): each use in device code becomes
     `warpSize`, all together or none. None where a use needs a constant or runs on the host, the name is declared
