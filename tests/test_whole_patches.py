@@ -83,3 +83,26 @@ def test_reviewed_fix_builds_with_rocm_7_2_for_wave64_and_wave32(name: str, tmp_
     r = real_compile(out, "7.2", ("gfx942", "gfx1100"))
     assert r.returncode == 0, f"{source.name} does not build with ROCm 7.2.4:\n{r.stderr[-3000:]}"
 
+
+# A project's own `__syncwarp(unsigned)` for HIP without one: kept for older releases, so the call keeps an argument
+# at 7.2, where it reaches HIP's, which does not trim its mask on wave32 (the 64-bit literal would fail the check).
+OWN_SYNCWARP = b"""#include <hip/hip_runtime.h>
+__device__ inline void __syncwarp(unsigned mask) { __builtin_amdgcn_wave_barrier(); }
+
+__global__ void k(float* data) {
+    data[threadIdx.x] += 1.0f;
+    __syncwarp(0xffffffff);
+    data[threadIdx.x] += data[threadIdx.x ^ 1];
+}
+"""
+
+
+@pytest.mark.parametrize("release", ("7.2", "6.4"))
+def test_own_syncwarp_call_gets_the_active_lanes(release: str, tmp_path: Path):
+    out = convert_source(OWN_SYNCWARP, load_rules(), ConvertOptions(rocm_version=(7, 2))).after
+    assert b"    __syncwarp(__ballot(1));\n" in out
+    assert convert_source(out, load_rules(), ConvertOptions(rocm_version=(7, 2))).after == out
+    unit = tmp_path / "own_syncwarp.hip"
+    unit.write_bytes(out)
+    r = real_compile(unit, release, ("gfx942", "gfx1100"))  # HIP's `__syncwarp` at 7.2, the project's at 6.4
+    assert r.returncode == 0, r.stderr[-3000:]

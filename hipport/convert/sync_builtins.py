@@ -8,8 +8,10 @@
   condition that already tests the release is left alone, so a second run changes nothing.
 - A call given a mask of every lane: `__syncwarp(0xffffffff)` becomes `__syncwarp()` (HIP's masked form only
   checks the mask, and wants 64 bits: on wave32 neither spelling of "all lanes" passes its check in a debug
-  build). A call of a `*_sync` name the project defined itself, now HIP's from 7.0, gets the 64-bit spelling of a
-  32-bit all-lanes mask (`rewrite_calls` leaves the project's own names alone); another mask is reported.
+  build), or, where the project's own definition for older releases takes an argument, `__syncwarp(__ballot(1))`
+  (the active lanes, what the check compares with). A call of a `*_sync` name the project defined itself, now
+  HIP's from 7.0, gets the 64-bit spelling of a 32-bit all-lanes mask (`rewrite_calls` leaves the project's own
+  names alone); another mask is reported.
 """
 
 from __future__ import annotations
@@ -139,8 +141,9 @@ def _calls(ctx: ConversionContext, rules: WaveRules, older: dict, defined: set, 
                 ctx.claimed.add(i)
                 ctx.convert(mask.start, mask.end, b"", name, "warp")
             elif kind == "full32":
+                # HIP's masked form does not trim the mask on wave32: the 64-bit literal fails its check there
                 ctx.claimed.add(i)
-                ctx.convert(mask.start, mask.end, sem.full64_spelling.encode(), name, "warp")
+                ctx.convert(mask.start, mask.end, rules.active_lanes.encode(), name, "warp")
             continue
         if name not in older or name not in sem.warp_sync:
             continue
