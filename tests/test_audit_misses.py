@@ -110,3 +110,26 @@ def test_a_host_warp_size_of_32_passed_to_a_kernel_that_ballots_is_reported_wher
 def test_the_width_a_kernel_is_given_alone_is_a_logical_warp():
     assert _launch(VOTE.replace("__ballot_sync(~0ull, x[threadIdx.x] > 0.0f)", "x[threadIdx.x] > 0.0f")
                    .replace("__popcll(b)", "(int)b")) == []
+
+
+WAVE64_CODE = """__global__ void k(const float* x, float* out) {
+    float v = x[threadIdx.x];
+    for (int o = 32; o > 0; o /= 2) v += __shfl_down(v, o);
+    if (threadIdx.x % 64 == 0) out[threadIdx.x / 64] = v;
+}
+"""
+
+
+def _lane_math_64(src: str, archs: tuple[str, ...]) -> list[int]:
+    return [f.line for f in audit_source(src.encode(), "k.hip", AuditOptions(offload_arch=archs))
+            if f.rule_id == "lane-math-64"]
+
+
+def test_code_for_64_lanes_is_reported_only_where_a_32_lane_target_is_built():
+    assert _lane_math_64(WAVE64_CODE, ("gfx90a", "gfx942", "gfx1100")) == [3, 4]
+    assert _lane_math_64(WAVE64_CODE, ("gfx90a", "gfx942")) == []
+
+
+def test_code_that_picks_its_width_per_target_is_left_to_its_branch():
+    guarded = "#if defined(__GFX9__)\n" + WAVE64_CODE + "#endif\n"
+    assert _lane_math_64(guarded, ("gfx942", "gfx1100")) == []

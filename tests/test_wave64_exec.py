@@ -67,7 +67,8 @@ PROGRAMS = {
 }
 
 LEVEL = {"last_lane": "medium",  # `lane == 31` is a guess that `lane` counts the lanes of a warp
-         "data_blocks": "medium", "first_32_tail": "medium"}  # the level the patches they must not get had
+         "data_blocks": "medium", "first_32_tail": "medium",  # the level the patches they must not get had
+         "written_for_64": "medium"}  # lane-math-64's ids: one piece of a 64-lane layout each
 
 # Warp-level rules with a patch that no program here runs, and why.
 NOT_RUN = {
