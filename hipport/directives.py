@@ -27,7 +27,7 @@ class Directive:
 class Structure:
     directives: list[Directive]
     in_directive: bytearray  # per token: 1 when the token belongs to a directive line
-    guard: Directive | None  # the `#define` of an include guard, or `#pragma once`
+    guard: Directive | None  # the `#define` of an include guard, or `#pragma once` (includes go after it)
     guard_block: int | None  # the block id the guard opens (not counted as nesting)
 
 
@@ -97,24 +97,40 @@ def analyse(tokens: Tokens, lines: Lines) -> Structure:
     return Structure(directives, in_directive, guard, guard_block)
 
 
+def _pragma_once(tokens: Tokens, d: Directive) -> bool:
+    return d.name == b"pragma" and d.first + 2 < d.last + 1 and tokens.text(d.first + 2) == b"once"
+
+
 def _find_guard(tokens: Tokens, directives: list[Directive]) -> tuple[Directive | None, int | None]:
-    """`#pragma once`, or `#ifndef X` / `#if !defined(X)` followed by `#define X`, before any code."""
+    """`#pragma once`, or `#ifndef X` / `#if !defined(X)` followed by `#define X`, before any code. When a `#pragma
+    once` stands between the `#ifndef` and its `#define`, the `#ifndef` is returned: what goes after the guard goes
+    right after it, where hipify-clang writes it (HIPIFY's headers_test_11), and the lines after it stay as they
+    were."""
     kinds = tokens.kinds
     first_code = next((i for i in range(len(tokens)) if kinds[i] != COMMENT), len(tokens))
     if not directives or directives[0].first != first_code:
         return None, None
     d0 = directives[0]
-    if d0.name == b"pragma" and d0.first + 2 < d0.last + 1 and tokens.text(d0.first + 2) == b"once":
+    if _pragma_once(tokens, d0):
         return d0, None
     if len(directives) < 2 or d0.name not in (b"ifndef", b"if"):
         return None, None
-    d1 = directives[1]
-    if d1.name != b"define" or d1.first != d0.last:
+
+    def follows(k: int) -> bool:  # nothing but comments between directive k - 1 and directive k
+        return all(kinds[j] == COMMENT for j in range(directives[k - 1].last, directives[k].first))
+
+    k = 1
+    while k < len(directives) and _pragma_once(tokens, directives[k]) and follows(k):
+        k += 1
+    if k == len(directives):
+        return None, None
+    d1 = directives[k]
+    if d1.name != b"define" or not follows(k):
         return None, None
     guard_name = tokens.text(d1.first + 2) if d1.first + 2 < d1.last else None
-    words = [tokens.text(k) for k in range(d0.first + 2, d0.last) if kinds[k] == IDENT]
+    words = [tokens.text(j) for j in range(d0.first + 2, d0.last) if kinds[j] == IDENT]
     if guard_name and guard_name in words and (d0.name == b"ifndef" or b"defined" in words):
-        return d1, d0.block[-1]
+        return (d1 if k == 1 else d0), d0.block[-1]
     return None, None
 
 

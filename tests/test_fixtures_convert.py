@@ -18,7 +18,7 @@ OPTIONS = ConvertOptions(rocm_version=(6, 3))
 # are left for the user on purpose. The rocSPARSE fixture targets Debian's rocSPARSE (5.3).
 COMPILED = ["runtime", "driver", "rtc", "curand", "cusparse", "cucomplex", "calls", "launch", "rocsparse", "rocrand",
             "register", "cg-order", "hostalloc", "defaults", "rtc-options", "old-rocm", "grid-constant", "memlocation", "dim3", "half-braces",
-            "cudart-cb", "atomic-system", "dp4a", "cg-reduce"]
+            "cudart-cb", "atomic-system", "dp4a", "cg-reduce", "launch-macro", "guard-pragma"]
 
 
 def options_for(source: Path) -> ConvertOptions:
@@ -101,7 +101,8 @@ def test_family_hip_form_compiles_with_rocm_6_2(family):
 
 # HIP forms needing a release or a library the Debian and 6.2.2 trees lack, compiled with the real ROCm compilers
 # (code generation for a wave64 and a wave32 target): fixture -> the releases it is written for.
-ON_REAL = {"entry-point": ("6.4", "7.2"), "entry-point-rocm7": ("7.2",), "rocsolver": ("6.4", "7.2")}
+ON_REAL = {"entry-point": ("6.4", "7.2"), "entry-point-rocm7": ("7.2",), "rocsolver": ("6.4", "7.2"),
+           "declared-types": ("6.4",), "launch-macro": ("6.4", "7.2"), "guard-pragma": ("6.4", "7.2")}
 
 
 @pytest.mark.parametrize("family,release", [(f, r) for f, rs in ON_REAL.items() for r in rs])

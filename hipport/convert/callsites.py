@@ -8,6 +8,7 @@ import re
 from typing import TYPE_CHECKING
 
 from hipport.convert.calls import Arg, call_args
+from hipport.convert.declared import canonical, declared_type
 from hipport.scan import IDENT, LITERAL
 
 if TYPE_CHECKING:
@@ -69,7 +70,8 @@ def rewrite_calls(conv: "ConversionContext") -> None:
         if name in sem.symbol_args:
             pos = sem.symbol_args[name]
             if pos < len(args) and not _arg_text(conv, args[pos]).startswith(_ALREADY_WRAPPED):
-                address = name in sem.symbol_address and not _arg_text(conv, args[pos]).startswith(b"&")
+                address = name in sem.symbol_address and not _arg_text(conv, args[pos]).startswith(b"&") \
+                    and _declared_as(conv, args[pos]) != b"const void*"
                 _wrap(conv, args[pos], b"HIP_SYMBOL(&" if address else b"HIP_SYMBOL(", b")", name, "argument")
         if name in sem.kernel_args:
             pos, min_args = sem.kernel_args[name]
@@ -97,12 +99,12 @@ def _location_to_device(conv: "ConversionContext", i: int, name: str, args: list
                          f"`{name}`: HIP's `{hip}` takes a device ordinal, not the location "
                          f"`{text.decode('latin-1')}`; write the device (or `hipCpuDeviceId`) by hand", subject=name)
             return
-        device = _renamed(conv, args[pos].first + 3, args[pos].last - 1).strip() if kind == "device" \
+        device = renamed_text(conv, args[pos].first + 3, args[pos].last - 1).strip() if kind == "device" \
             else b"hipCpuDeviceId"
     else:
         if declared and not _declared_location(conv, text):
             return  # the ordinal form of the same arity
-        loc = _renamed(conv, args[pos].first, args[pos].last).strip()
+        loc = renamed_text(conv, args[pos].first, args[pos].last).strip()
         device = b"((" + loc + b").type == hipMemLocationTypeDevice ? (" + loc + b").id : hipCpuDeviceId)"
     conv.claimed.add(i)
     conv.claimed.update(range(args[pos].first, args[pos].last))  # written whole here, renamed inside
@@ -250,7 +252,7 @@ def _rewrite_arguments(conv: "ConversionContext", i: int, name: str, args: list[
             drop(op.pos, 1)
         elif op.kind in ("move", "copy"):
             last = min(op.pos + op.count, n) - 1
-            text = _renamed(conv, args[op.pos].first, args[last].last)
+            text = renamed_text(conv, args[op.pos].first, args[last].last)
             before(op.to, text, (op.to, k))
             if op.kind == "move":
                 drop(op.pos, last - op.pos + 1)
@@ -260,7 +262,8 @@ def _rewrite_arguments(conv: "ConversionContext", i: int, name: str, args: list[
             arg = args[op.pos]
             # a null constant converts as it is, and const_cast cannot take one
             if arg.first != arg.last and not _arg_text(conv, arg).startswith(_ALREADY_WRAPPED) \
-                    and _arg_text(conv, arg).replace(b" ", b"") not in _NULLS:
+                    and _arg_text(conv, arg).replace(b" ", b"") not in _NULLS \
+                    and _declared_as(conv, arg) != canonical(op.text.encode()):
                 edits.append((arg.start, arg.start, f"{op.cast_as}<{op.text}>(".encode()))
                 edits.append((arg.end, arg.end, b")"))
     for at, texts in inserts.items():
@@ -277,7 +280,17 @@ def _rewrite_arguments(conv: "ConversionContext", i: int, name: str, args: list[
                      f"`{name}`: {chosen.note}", subject=name)
 
 
-def _renamed(conv: "ConversionContext", first: int, last: int) -> bytes:
+def _declared_as(conv: "ConversionContext", arg: Arg) -> bytes | None:
+    """The HIP spelling of the type ``arg`` was declared with in this file, in one spelling (`canonical`), or None.
+    A `[symbol]` argument with `address` declared `const void*` is the symbol's address already: CUDA's C++
+    template overload takes the variable (`void* p` gives `&p`, as a `__device__` variable does), but for a
+    `const void*` the C function wins the overload (checked with nvcc 13), so `p` itself is the symbol. A cast to
+    the type the argument was declared with is not written."""
+    found = declared_type(conv, arg)
+    return canonical(renamed_text(conv, *found)) if found else None
+
+
+def renamed_text(conv: "ConversionContext", first: int, last: int) -> bytes:
     """The source text of tokens first..last-1 with the CUDA names in it written as the rename pass would."""
     tokens, src = conv.tokens, conv.src
     roc = conv.options.roc

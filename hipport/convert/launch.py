@@ -10,6 +10,7 @@ import re
 from typing import TYPE_CHECKING
 
 from hipport.convert.calls import matching_close, next_code, prev_code, split_args
+from hipport.convert.callsites import renamed_text
 from hipport.scan import COMMENT, IDENT, PUNCT
 
 if TYPE_CHECKING:
@@ -108,19 +109,88 @@ def _is_dim3(tokens, arg) -> bool:
 def rewrite_launches(conv: "ConversionContext") -> None:
     tokens = conv.tokens
     n = len(tokens)
+    heads = _launch_head_macros(conv) if b"define" in conv.src else {}
     i = 0
     while i < n:
         if not _adjacent(tokens, i, b"<<", b"<"):
             i += 1
             continue
         found = _launch(conv, i)
-        if not found:
+        if not found and i in heads:
+            name, head = heads[i]
+            uses = _write_macro_uses(conv, name, head)
+            conv.finding("launch-not-rewritten", "warning", tokens.starts[i],
+                         f"`<<<...>>>` kept in `{name.decode('latin-1')}`, a launch without its arguments (HIP-Clang "
+                         f"builds it); "
+                         + (f"its uses in this file ({uses}) are written as `hipLaunchKernelGGL`, uses in other "
+                            f"files keep `<<<...>>>`" if uses else
+                            "write its uses as `hipLaunchKernelGGL(kernel, dim3(grid), dim3(block), shared, stream, "
+                            "args...)` by hand"), "<<<>>>")
+        elif not found:
             # A launch left in CUDA syntax is said, never left silently: it builds with hipcc, but not as asked.
             conv.finding("launch-not-rewritten", "warning", tokens.starts[i],
                          "`<<<...>>>` kept: hipport cannot tell this launch's kernel or configuration apart; write "
                          "it as `hipLaunchKernelGGL(kernel, dim3(grid), dim3(block), shared, stream, args...)` "
                          "by hand", "<<<>>>")
         i = found if found else i + 2
+
+
+# `#define LAUNCH k<<<g, b>>>`, used as `LAUNCH(args)`: the macro's body is a launch without its arguments, which no
+# body of `hipLaunchKernelGGL(...)` can hold, so each use in the file is written as the launch it expands to, as
+# hipify-clang (which works on the expansion) writes it (HIPIFY's axpy.cu). The definition keeps `<<<...>>>`.
+def _launch_head_macros(conv: "ConversionContext") -> dict:
+    """`<<` index of each object-like macro body that is a whole launch head `kernel<<<config>>>` -> (macro name,
+    the `hipLaunchKernelGGL(kernel, dim3(g), dim3(b), shm, stream` text its uses begin with)."""
+    tokens, src = conv.tokens, conv.src
+    found = {}
+    for d in conv.structure.directives:
+        if d.name != b"define" or d.first + 3 >= d.last or tokens.kinds[d.first + 2] != IDENT:
+            continue
+        body = d.first + 3
+        if _is(tokens, body, b"(") and tokens.starts[body] == tokens.ends[d.first + 2]:
+            continue  # function-like: its body is rewritten where its launch is whole
+        last = d.last - 1
+        while last > body and tokens.kinds[last] == COMMENT:
+            last -= 1
+        if not _adjacent(tokens, last - 1, b">>", b">"):
+            continue
+        lt = next((j for j in range(body, last) if _adjacent(tokens, j, b"<<", b"<")), None)
+        if lt is None:
+            continue
+        kernel = _kernel_start(tokens, lt)
+        config = split_args(tokens, lt + 1, last - 1)
+        if kernel is None or kernel[0] != body or not 2 <= len(config) <= 4 or any(a.first == a.last for a in config):
+            continue
+        k0, templated = kernel
+        if not templated and tokens.text(k0) in _template_kernels(conv):
+            templated = True
+        name = renamed_text(conv, k0, prev_code(tokens, lt - 1) + 1)
+        parts = [renamed_text(conv, a.first, a.last).strip() for a in config]
+        dims = [p if _is_dim3(tokens, a) else b"dim3(" + p + b")" for p, a in zip(parts[:2], config[:2])]
+        rest = parts[2:] + [b"0"] * (4 - len(parts))
+        head = b"hipLaunchKernelGGL(" + (b"HIP_KERNEL_NAME(" + name + b")" if templated else name) + b", " \
+            + b", ".join(dims + rest)
+        found[lt] = (tokens.text(d.first + 2), head)
+    return found
+
+
+def _write_macro_uses(conv: "ConversionContext", name: bytes, head: bytes) -> int:
+    """Each use `NAME(args)` outside directives -> `head, args)`; the count written."""
+    tokens = conv.tokens
+    in_directive = conv.structure.in_directive
+    count = 0
+    for k in range(len(tokens)):
+        if tokens.kinds[k] != IDENT or in_directive[k] or conv.skip[k] or tokens.text(k) != name:
+            continue
+        paren = next_code(tokens, k + 1)
+        close = matching_close(tokens, paren) if _is(tokens, paren, b"(") else None
+        if close is None:
+            continue
+        has_args = next_code(tokens, paren + 1) < close
+        conv.convert(tokens.starts[k], tokens.ends[paren] if has_args else tokens.ends[close],
+                     head + (b", " if has_args else b")"), "<<<>>>", "launch")
+        count += 1
+    return count
 
 
 def _gap(conv: "ConversionContext", a: int, b: int, text: bytes) -> None:
