@@ -14,11 +14,12 @@ ROCm 7.2.4), `-x hip --offload-arch=ARCH -fsyntax-only -std=c++17`:
      (done: as many units as in a); a converted tree identical to the original, byte for byte, is not compiled
      again (its units are a's; --recompile compiles them anyway);
   c  `hipport audit src/ggml-cuda --report json` of the tree as it is, with the HIP build's switches in a
-     `.hipport.toml` beside it; each warning or error is placed: in the compatibility layer (vendors/hip.h), on a
-     line the AMD build never compiles (in no preprocessed output, `hipcc -E -dD`: the compiler's own answer,
-     of the host pass and the device pass for each of the audit's targets, gfx90a, gfx942 and gfx1100, of each
-     unit with findings and of --cover units including each header with findings; fewer units can only make
-     more lines look dead), in a file no unit includes, or on a compiled line (done: none in the first two);
+     `.hipport.toml` beside it; each finding (info included) is placed: in the compatibility layer
+     (vendors/hip.h); on a line the AMD build never compiles (in no preprocessed output, `hipcc -E -dD`, the
+     compiler's own answer, of the host pass and the device passes for the audit's targets, gfx90a, gfx942 and
+     gfx1100, of each unit with findings and of --cover units including each header with findings: fewer units
+     can only make more lines look dead); in a file no unit includes; or on a compiled line (done: none in the
+     first two);
   d  a CUDA-only copy: vendors/hip.h, vendors/musa.h, src/ggml-hip and src/ggml-musa removed, the
      `GGML_USE_HIP`/`GGML_USE_MUSA` branches of src/ggml-cuda resolved as undefined (`unifdef -U`, then a
      condition it leaves, `!defined(GGML_USE_HIP) && CUDART_VERSION >= ...`, written with `0` for the test), so the
@@ -185,6 +186,27 @@ def live_lines(tree: Path, names, flags, args, wanted: set[str]) -> dict[str, se
     return live
 
 
+_CONDITIONAL = re.compile(r"^\s*#\s*(?:if|ifdef|ifndef|elif|elifdef|elifndef|else|endif)\b")
+_source_lines: dict[str, list[str]] = {}
+
+
+def compiled(path: str, line: int, live: set[int]) -> bool:
+    """Whether ``line`` of ``path`` is compiled: it is in the preprocessed output, or a line before it is with no
+    conditional directive between them (the preprocessor writes a macro call spanning lines on its first line and
+    leaves the others empty, as it leaves comments and blank lines; a branch it skips starts at a directive)."""
+    if line in live:
+        return True
+    lines = _source_lines.get(path)
+    if lines is None:
+        lines = _source_lines[path] = Path(path).read_text(encoding="utf-8", errors="replace").splitlines()
+    for k in range(line, 0, -1):
+        if k in live:
+            return True
+        if k <= len(lines) and _CONDITIONAL.match(lines[k - 1]):
+            return False
+    return False
+
+
 def step_c(orig: Path, names, args) -> dict:
     settings = orig / ".hipport.toml"
     settings.write_text('defines = ["GGML_USE_HIP", "GGML_HIP_GRAPHS", "GGML_HIP_NO_VMM", "GGML_SCHED_MAX_COPIES=4"]\n'
@@ -202,9 +224,8 @@ def step_c(orig: Path, names, args) -> dict:
     findings = []
     for f in report.get("files", []):
         for finding in f.get("findings", []):
-            if finding.get("severity") in ("warning", "error"):
-                finding["line"] = finding["location"]["line"]
-                findings.append((os.path.normpath(os.path.join(orig, f["path"])), finding))
+            finding["line"] = finding["location"]["line"]
+            findings.append((os.path.normpath(os.path.join(orig, f["path"])), finding))
     live = live_lines(orig, names, [*HIP_DEFINES, *INCLUDES], args, {p for p, _ in findings})
     compat = [x for x in findings if x[0].endswith("/vendors/hip.h")]
     dead, unseen, rest = [], [], []
@@ -213,11 +234,11 @@ def step_c(orig: Path, names, args) -> dict:
             continue
         if path not in live:
             unseen.append((path, finding))
-        elif finding["line"] not in live[path]:
+        elif not compiled(path, finding["line"], live[path]):
             dead.append((path, finding))
         else:
             rest.append((path, finding))
-    print(f"c: audit exit {r.returncode}, {len(findings)} warnings and errors: {len(compat)} in the compatibility "
+    print(f"c: audit exit {r.returncode}, {len(findings)} findings (info included): {len(compat)} in the compatibility "
           f"layer (vendors/hip.h), {len(dead)} on lines the AMD build never compiles (hipcc -E -dD: host pass, device "
           f"passes for {', '.join(LIVE_ARCHS)}; of each "
           f"unit with findings and {args.cover} including each header with findings), {len(unseen)} in files no "
@@ -229,7 +250,8 @@ def step_c(orig: Path, names, args) -> dict:
                       f"{finding['message'][:160]}")
     by_rule: dict[str, int] = {}
     for _, finding in rest:
-        by_rule[finding["rule"]] = by_rule.get(finding["rule"], 0) + 1
+        key = f"{finding['rule']} ({finding['severity']})"
+        by_rule[key] = by_rule.get(key, 0) + 1
     print("c: on compiled lines, by rule: " + ", ".join(f"{k} {v}" for k, v in sorted(by_rule.items())))
     return {"exit": r.returncode, "findings": len(findings), "compat_layer": len(compat), "dead": len(dead),
             "no_unit": len(unseen), "compiled": by_rule}
@@ -269,7 +291,7 @@ def step_d(orig: Path, work: Path, names, args) -> dict:
     print(f"d: `hipport compat src/ggml-cuda` exit {r.returncode}: " + " / ".join(
         line for line in r.stderr.splitlines()[:4])[:600])
     flags = [*CUDA_DEFINES, *INCLUDES, "-Ihipport-compat", "-include", "hipport-compat/hipport_compat.h"]
-    d1 = compile_units(tree, names[:args.d1_limit] if args.d1_limit else names, flags, args,
+    d1 = compile_units(tree, names[:args.d1_limit] if args.d1_limit is not None else names, flags, args,
                        "d1 (CUDA-only + generated header)")
     header = out / "hipport_compat.h"
     text = header.read_text(encoding="utf-8")
@@ -303,7 +325,7 @@ def main() -> int:
     ap.add_argument("--timeout", type=int, default=900, help="seconds per compile (default 900)")
     ap.add_argument("--user-section", type=Path, default=DEFAULT_USER,
                     help=f"lines for the header's user section in d2 (default {DEFAULT_USER.name})")
-    ap.add_argument("--d1-limit", type=int, help="step d1 (the header without a user section): the first N units")
+    ap.add_argument("--d1-limit", type=int, help="step d1 (the header without a user section): the first N units (0: none)")
     ap.add_argument("--cover", type=int, default=3,
                     help="step c: preprocess units until each header with findings was seen in N (default 3)")
     ap.add_argument("--recompile", action="store_true",

@@ -316,8 +316,9 @@ def _summary(plan, hazards, problems, target, why, out_dir, *, written, quiet, v
             for name, (rule, place, message) in sorted(plan.unmapped.items()):
                 echo(f"  {place.path}:{place.line}: {rule}: {message}")
     if plan.source_changes:
-        echo(f"changes only the source can take: {len(plan.source_changes)}"
-             + ("" if verbose else " (-v lists them; `hipport convert --diff FILE` shows each)"))
+        echo(f"rewrites no header can make (the header maps the names only; the source may need a change): "
+             f"{len(plan.source_changes)}" + ("" if verbose else " (-v lists them; `hipport convert --diff FILE` "
+                                                                   "shows each)"))
         if verbose:
             for c in plan.source_changes:
                 echo(f"  {c.path}:{c.line}: `{c.cuda}` -> `{c.hip[:60]}` ({c.category})")
