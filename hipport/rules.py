@@ -106,6 +106,14 @@ class RuleSet:
                 found = ops
         return found
 
+    def later_release(self, cuda: str, target: tuple) -> tuple[tuple, str] | None:
+        """(the first release after ``target`` that releases.toml gives a HIP name for ``cuda``, that name), or None:
+        what a name HIP lacks in ``target`` is called from then on (`__nv_bfloat162` -> `__hip_bfloat162` from 6.0)."""
+        for since, _headers, names in self.since:
+            if since > tuple(target[:2]) and names.get(cuda) is not None:
+                return since, names[cuda]
+        return None
+
     def for_release(self, kind: str, cuda: str, target: tuple) -> str | None:
         """The HIP form of a CUDA header (``kind="headers"``) or name (``"names"``) that releases.toml gives
         ``target`` (a (major, minor) ROCm release), or None where the tables' form stands."""

@@ -1,4 +1,5 @@
-"""`x = {};` for a half-precision variable becomes `x = half2{};`.
+"""`x = {};` for a half-precision variable becomes `x = half2{};`; `{{0}}` for a bf16 that becomes `hip_bfloat16`
+becomes `{}` (bf16_zero_braces).
 
 HIP's `__half` and `__half2` have several assignment operators (from their raw forms, from float...), so an empty
 braced list matches more than one and the assignment is ambiguous ("use of overloaded operator '=' is ambiguous");
@@ -38,6 +39,28 @@ def typed_empty_braces(ctx: ConversionContext) -> None:
         rule = ctx.rules.names.get(types[name].decode())
         hip = rule.target(ctx.options.roc) if rule is not None else None
         ctx.convert(at, at, (hip or types[name].decode()).encode(), "= {}", "argument")
+
+
+# `__nv_bfloat16 z = {{0}};` (and `z{{0}}`): CUDA's type takes its raw form `{0}` through a constructor.
+_ZERO_BF16 = re.compile(rb"\b__nv_bfloat16(\s+[A-Za-z_]\w*\s*=?\s*)(\{\s*\{\s*0\s*\}\s*\})")
+
+
+def bf16_zero_braces(ctx: ConversionContext) -> None:
+    """`{{0}}` for a `__nv_bfloat16` that becomes HIP 5's `hip_bfloat16` (targets before 6.0): that class has only
+    an explicit constructor from float, so the braces do not compile ("chosen constructor is explicit in
+    copy-initialization", Debian's HIP 5.2); `{}` value-initialises it to the same zero bits."""
+    if b"__nv_bfloat16" not in ctx.src or not _ZERO_BF16.search(ctx.src):
+        return
+    rule = ctx.rules.names.get("__nv_bfloat16")
+    hip = ctx.rules.for_release("names", "__nv_bfloat16", ctx.options.rocm_version) or (
+        rule.target(ctx.options.roc) if rule is not None else None)
+    if hip != "hip_bfloat16":
+        return  # `__hip_bfloat16` (6.0+) takes `{{0}}` as CUDA's does (ROCm 6.4.3 and 7.2.4)
+    for m in _ZERO_BF16.finditer(ctx.src):
+        token = token_at(ctx.tokens, m.start())
+        if token is None or ctx.skip[token]:
+            continue
+        ctx.convert(m.start(2), m.end(2), b"{}", "{{0}}", "argument")
 
 
 def _is_declaration(src: bytes, start: int) -> bool:

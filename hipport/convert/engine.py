@@ -6,7 +6,7 @@ decode (Latin-1 comments are common in old CUDA code) pass through untouched.
 
 from __future__ import annotations
 
-from hipport.convert.brace_assign import typed_empty_braces
+from hipport.convert.brace_assign import bf16_zero_braces, typed_empty_braces
 from hipport.convert.callsites import rewrite_calls
 from hipport.convert.cpp_compat import drop_register
 from hipport.convert.device_launch import report_device_launches
@@ -52,6 +52,7 @@ def run_passes(ctx: ConversionContext) -> FileResult:
     report_device_launches(ctx)
     make_uint3_to_dim3(ctx)
     typed_empty_braces(ctx)
+    bf16_zero_braces(ctx)
     report_texture_integers(ctx)
     if ctx.options.launch_syntax == "hip":
         rewrite_launches(ctx)

@@ -84,6 +84,13 @@ def rename_identifiers(ctx: ConversionContext) -> None:
             # the file does not declare (declared ones are the user's, above) is worth reporting as unsupported.
             if not CUDA_PREFIX.match(name) and nxt != b"(":
                 continue
+            later = ctx.rules.later_release(name, target_rocm)
+            if later is not None:  # `__nv_bfloat162` before 6.0: a later release has it (as `__hip_bfloat162`)
+                v = ".".join(map(str, later[0]))
+                ctx.finding("needs-newer-rocm", "warning", starts[i],
+                            f"`{later[1]}` is in ROCm {v} and later, not in {'.'.join(map(str, target_rocm))}: "
+                            f"`{name}` left as it is; target ROCm {v} or port it by hand", subject=name)
+                continue
             ctx.result.findings.append(_unsupported(ctx, rule, starts[i]))
         elif target != name:
             lacks = None if f"shim:{target}" in ctx.once else _release_lacks(target, name, target_rocm)
