@@ -86,3 +86,16 @@ enum hipFuncCache_t { hipFuncCachePreferNone, hipFuncCachePreferShared, hipFuncC
 inline hipError_t hipFuncSetCacheConfig(const void*, hipFuncCache_t) noexcept { return hipSuccess; }
 enum hipFuncAttribute { hipFuncAttributeMaxDynamicSharedMemorySize = 8, hipFuncAttributePreferredSharedMemoryCarveout };
 inline hipError_t hipFuncSetAttribute(const void*, hipFuncAttribute, int) noexcept { return hipSuccess; }
+
+// HIP-CPU's vector components (`v.x` of a `float4`) are accessor objects, which its shuffle templates do not take;
+// HIP's are plain values. The shuffles of such a component, as of its value.
+#define HIPPORT_BEHAVIOUR_SHFL(NAME, LANE)                                                                         \
+    template <typename T, typename V, std::uint32_t I>                                                             \
+    inline T NAME(const hip::detail::Scalar_accessor<T, V, I>& v, LANE lane, std::int32_t width = warpSize) {      \
+        return NAME(static_cast<T>(v), lane, width);                                                               \
+    }
+HIPPORT_BEHAVIOUR_SHFL(__shfl, std::int32_t)
+HIPPORT_BEHAVIOUR_SHFL(__shfl_up, std::uint32_t)
+HIPPORT_BEHAVIOUR_SHFL(__shfl_down, std::uint32_t)
+HIPPORT_BEHAVIOUR_SHFL(__shfl_xor, std::int32_t)
+#undef HIPPORT_BEHAVIOUR_SHFL
