@@ -4,6 +4,8 @@ checks live in hipport.audit and hipport.audit.checks."""
 from __future__ import annotations
 
 import contextlib
+import functools
+import gc
 import io
 import os
 import posixpath
@@ -78,7 +80,12 @@ def normalise_line(text: bytes | str) -> str:
 
 def baseline_key(path: str, rule_id: str, line_text: bytes | str) -> tuple[str, str, str]:
     """``path`` is project-relative (files.project_path), so a key does not depend on how hipport was called."""
-    return (Path(path).as_posix(), rule_id, normalise_line(line_text))
+    return (_posix(path), rule_id, normalise_line(line_text))
+
+
+@functools.lru_cache(maxsize=64)  # a key is made for every finding, thousands in one generated file
+def _posix(path: str) -> str:
+    return Path(path).as_posix()
 
 
 def _baseline_path(stored: str, base: Path) -> str:
@@ -142,6 +149,20 @@ def _load_one(source, options: AuditOptions, cache: ResultCache | None):
     return src, key, cache.get(key) if cache is not None else None, includes
 
 
+@contextlib.contextmanager
+def _cycle_collector_paused():
+    """Python's cycle collector paused while one file is converted and audited: the checks leave few cycles, and
+    on a large file each full collection walks every object of its tokens and parse again (7.5% of the CPU time
+    of a 27 MB file, 6% at 4 MB, for 5% more peak memory). Collection goes on as usual once the file is done."""
+    was_on = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_on:
+            gc.enable()
+
+
 def _audit_one(source, options: AuditOptions, cache: ResultCache | None, converter, loaded=None):
     """(source, bytes, findings, problem, conversion): a file that cannot be used or lexed comes back with a
     problem, a one-line message naming it. The findings are the audit's and the conversion's (``converter``, in
@@ -158,11 +179,12 @@ def _audit_one(source, options: AuditOptions, cache: ResultCache | None, convert
         from hipport.audit import audit_source
         from hipport.scan import LexError
 
-        conversion = converter(src, path)
-        try:
-            findings = audit_source(src, path, options, conversion)
-        except LexError as exc:
-            return source, src, [], f"{show(path)}: {exc}", None
+        with _cycle_collector_paused():
+            conversion = converter(src, path)
+            try:
+                findings = audit_source(src, path, options, conversion)
+            except LexError as exc:
+                return source, src, [], f"{show(path)}: {exc}", None
         if cache is not None:
             cache.put(key, findings)
     return source, src, findings, None, conversion

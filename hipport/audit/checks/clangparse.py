@@ -265,30 +265,26 @@ def parse(src: bytes, regions: list[tuple[int, int]], call_names: frozenset[str]
                 return None
         return b - base, e - base
 
-    def place(cursor: ci.Cursor, top: bool) -> tuple[int, int, bool] | None:
-        """(first, end offset, read from the encoding) of a cursor that overlaps a region; None for the others."""
-        ext = extent_of(cursor)
-        span = raw_offsets(ext)
-        if span is not None:
-            s, e = span
+    def place(cursor: ci.Cursor, ext, top: bool) -> tuple[int, int] | None:
+        """(first, end offset) of a cursor that overlaps a region, its extent not read from the encoding; None for
+        the others."""
+        start = range_start(ext)
+        if top:
+            # Below the top level everything of interest is spelled in the input (the stub only declares).
+            locate(start, file_ref, None, None, offset_ref)
+            if not file_:
+                return None
+            key = ctypes.cast(file_, ctypes.c_void_p).value
+            if key not in file_names:
+                file_names[key] = ci.File(file_).name
+            if file_names[key] != _NAME:
+                return None
         else:
-            start = range_start(ext)
-            if top:
-                # Below the top level everything of interest is spelled in the input (the stub only declares).
-                locate(start, file_ref, None, None, offset_ref)
-                if not file_:
-                    return None
-                key = ctypes.cast(file_, ctypes.c_void_p).value
-                if key not in file_names:
-                    file_names[key] = ci.File(file_).name
-                if file_names[key] != _NAME:
-                    return None
-            else:
-                locate(start, None, None, None, offset_ref)
-            s = offset.value
-            e = slow_offset(range_end(ext))
+            locate(start, None, None, None, offset_ref)
+        s = offset.value
+        e = slow_offset(range_end(ext))
         k = bisect.bisect_right(starts, e) - 1
-        return (s, e, span is not None) if k >= 0 and ends[k] >= s else None
+        return (s, e) if k >= 0 and ends[k] >= s else None
 
     def decl_offset(cursor: ci.Cursor) -> int:
         raw = location_of(cursor).int_data
@@ -296,24 +292,40 @@ def parse(src: bytes, regions: list[tuple[int, int]], call_names: frozenset[str]
             return raw - base
         return cursor.location.offset
 
+    size = limit - base
+    in_regions = bisect.bisect_right
+    no_marks = marks is None
+    last_mark = len(marks) if marks is not None else 0
+
     def visit(child: ci.Cursor, parent: ci.Cursor, _data) -> int:
         # One walk of the tree in libclang (`CXChildVisit_Recurse`), each cursor seen in the order a recursion
         # over `get_children` sees it; the subtrees outside the regions are skipped (`CXChildVisit_Continue`).
+        # Called for every cursor of the regions: the offsets come from the extent's encoding where they can.
         try:
-            where = place(child, parent._kind_id == TOP)
-            if where is None:
-                return 1
-            kind = child._kind_id
-            if marks is not None and FIRST_EXPR <= kind <= LAST_EXPR and where[2]:
-                k = bisect.bisect_left(marks, where[0])
-                if k == len(marks) or marks[k] >= where[1]:
-                    return 1  # an expression with no mark: nothing recorded can be inside
+            ext = extent_of(child)
+            s = ext.begin_int_data - base
+            e = ext.end_int_data - base
+            if fast[0] and 0 <= s <= size and 0 <= e <= size and (not fast[1] or raw_offsets(ext) is not None):
+                k = in_regions(starts, e) - 1
+                if k < 0 or ends[k] < s:
+                    return 1
+                kind = child._kind_id
+                if not no_marks and FIRST_EXPR <= kind <= LAST_EXPR:
+                    k = bisect.bisect_left(marks, s)
+                    if k == last_mark or marks[k] >= e:
+                        return 1  # an expression with no mark: nothing recorded can be inside
+            else:
+                where = place(child, ext, parent._kind_id == TOP)
+                if where is None:
+                    return 1
+                s = where[0]
+                kind = child._kind_id
             if kind == VAR or kind == PARM or kind == FIELD:
                 child._tu = tu
                 decls.add(decl_offset(child), child)
             elif kind == CALL:
                 child._tu = tu
-                calls.add(where[0], child)  # the callee name is the first token of a plain call's extent
+                calls.add(s, child)  # the callee name is the first token of a plain call's extent
             return 2
         except BaseException as exc:  # noqa: BLE001 - raised again below, out of libclang's frames
             failed.append(exc)

@@ -23,6 +23,7 @@ _CLOSE = {b")", b"]", b"}"}
 _DEVICE_MARKS = {b"__global__", b"__device__"}
 THREAD_INDEX = {b"threadIdx", b"hipThreadIdx_x", b"hipThreadIdx_y", b"hipThreadIdx_z"}
 LANE_FUNCS = {b"__lane_id"}
+_BRACKET_FIRST = re.compile(rb"[()\[\]{}]")  # a token's first byte (Tokens.first_bytes)
 _INT_LITERAL = re.compile(rb"^(0[xX][0-9a-fA-F]+|0[bB][01]+|\d+)([uUlL]*)$")
 
 ALLOC_KINDS = {
@@ -90,14 +91,14 @@ class Context:
         self._match_brackets()
         self.macros: dict[bytes, dirs.Directive] = {}
         self._collect_macros()
+        # Indexes built on first use, so that a question about one name or token costs no pass over the file.
+        self._positions: dict[bytes, list[int]] | None = None
         self.device = bytearray(self.n)
         self.functions: list[Function] = []
         self._find_functions()
         self._parsed: clangparse.Parsed | None | bool = False
         self._allocs: dict[str, Allocation] | None = None
         self._launch_args: dict[str, dict[int, list[str]]] | None = None
-        # Indexes built on first use, so that a question about one name or token costs no pass over the file.
-        self._positions: dict[bytes, list[int]] | None = None
         self._bodies: _Nest | None = None
         self._param_lists: _Nest | None = None
         self._function_names: frozenset[bytes] | None = None
@@ -116,7 +117,8 @@ class Context:
     def _match_brackets(self) -> None:
         text, in_dir, kinds = self.text, self.in_directive, self.kinds
         stack: list[int] = []
-        for i in range(self.n):
+        for m in _BRACKET_FIRST.finditer(self.tokens.first_bytes()):  # the brackets only, not every token
+            i = m.start()
             if kinds[i] != PUNCT or in_dir[i]:
                 continue
             t = text[i]
@@ -162,10 +164,15 @@ class Context:
 
     def _find_functions(self) -> None:
         text, kinds, in_dir, n = self.text, self.kinds, self.in_directive, self.n
+        # From one `__global__`/`__device__` to the next, not through every token: the scan below resumes after
+        # what it read, so a mark it stepped over is skipped.
+        marks = sorted(k for word in _DEVICE_MARKS for k in self.positions(word))
         i = 0
-        while i < n:
-            if kinds[i] != IDENT or in_dir[i] or text[i] not in _DEVICE_MARKS:
-                i += 1
+        for mark in marks:
+            if mark < i:
+                continue
+            i = mark
+            if kinds[i] != IDENT or in_dir[i]:
                 continue
             kernel = text[i] == b"__global__"
             j = i + 1
@@ -191,8 +198,7 @@ class Context:
                 fn.param_names = self._param_names(paren, self._match[paren])
                 fn.template_params = self._template_params(i)
                 self.functions.append(fn)
-                for k in range(j, close + 1):
-                    self.device[k] = 1
+                self.device[j:close + 1] = b"\x01" * (close + 1 - j)
                 i = j + 1
                 continue
             i = j + 1 if j > i else i + 1
@@ -415,8 +421,14 @@ class Context:
         marks += [m.start() for m in re.finditer(rb"\{", self.tokens.first_bytes())]
         if b"<%" in self.src:  # the digraph of `{`
             marks += [k for k in range(self.n) if self.text[k] == b"<%"]
-        if b"\\" in self.src:
-            marks += [k for k in range(self.n) if self.kinds[k] == IDENT and b"\\" in self.text[k]]
+        if b"\\" in self.src:  # the tokens holding a backslash, found from the backslashes (strings have many)
+            starts, ends, kinds = self.starts, self.ends, self.kinds
+            held = set()
+            for m in re.finditer(rb"\\", self.src):
+                k = bisect_right(starts, m.start()) - 1
+                if k >= 0 and m.start() < ends[k] and kinds[k] == IDENT:
+                    held.add(k)
+            marks += held
         return sorted(self.starts[k] for k in marks)
 
     def decl_type(self, name_index: int) -> str | None:
