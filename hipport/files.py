@@ -427,7 +427,11 @@ def check_outputs(outputs: Iterable[Output], inputs: Iterable[os.PathLike | str]
     for path in inputs:
         for where in dict.fromkeys((_where(path), os.path.realpath(path))):
             taken.setdefault(_fold(where), (where, show(path)))
-    tree_keys = [(_fold(os.path.realpath(t)), show(t)) for t in trees]
+    # Each input tree by its folded path without a trailing separator, the first given where two fold alike: an
+    # output is inside one when a folder above it is one (a look-up per folder, not a test per tree).
+    tree_keys: dict[str, tuple[int, str]] = {}
+    for order, t in enumerate(trees):
+        tree_keys.setdefault(_fold(os.path.realpath(t)).rstrip(os.sep), (order, show(t)))
     planned: dict[str, tuple[str, Output]] = {}
     for out in outputs:
         where = _where(out.path)
@@ -436,10 +440,15 @@ def check_outputs(outputs: Iterable[Output], inputs: Iterable[os.PathLike | str]
             exact, name = taken[key]
             case = "" if exact == where else " where letter case is ignored"
             raise InputError(f"{show(out.path)}: {out.what} would overwrite the input {name}{case}; nothing written")
-        for tree_key, name in tree_keys:
-            if key.startswith(tree_key.rstrip(os.sep) + os.sep):
-                raise InputError(f"{show(out.path)}: {out.what} would be written inside the input tree {name}; "
-                                 "nothing written")
+        inside = []
+        k = key.find(os.sep)
+        while k != -1:
+            if key[:k] in tree_keys:
+                inside.append(tree_keys[key[:k]])
+            k = key.find(os.sep, k + 1)
+        if inside:
+            raise InputError(f"{show(out.path)}: {out.what} would be written inside the input tree {min(inside)[1]}; "
+                             "nothing written")
         if key in planned:
             exact, first = planned[key]
             case = "" if exact == where else \
