@@ -460,8 +460,11 @@ _TEXT_NOISE = re.compile(rb'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"', re.S)
 _MAX_DEPTH = 12
 _MAX_BYTES = 4_000_000
 # `#define cudaMalloc hipMalloc`, `#define __shfl_xor_sync(m, v, l) __shfl_xor(v, l)`: a CUDA name mapped for AMD.
+# A mapping's body is the HIP name (`#define cudaMalloc hipMalloc`, `#define cudaFree(p) hipFree(p)`): a CUDA-named
+# macro whose body merely uses HIP names (`#define CUDA_CHECK_LAST_ERROR() { if (hipSuccess != ...) }`, what a
+# converted error-checking header holds) is the project's own code, not a compatibility layer.
 HIP_PATH_MAP = re.compile(r"^[ \t]*(?:cuda|cu[A-Z]|CU|CUDA|cublas|curand|cufft|cusparse|cusolver|__shfl|__ballot)\w*"
-                          r"(?:\([^)]*\))?\s+.*\b(?:hip|HIP|roc)\w*")
+                          r"(?:\([^)]*\))?\s+[(\s]*(?:::)?(?:hip|HIP|roc)\w*")
 
 
 _UP = 4  # folders above the including file's that stand in for the project's -I folders

@@ -32,20 +32,3 @@ def _stable_environment(tmp_path_factory):
 
     os.environ["HIPPORT_HIPIFY_PERL"] = "off"
     os.environ.setdefault("HIPPORT_CACHE_DIR", str(tmp_path_factory.mktemp("hipport-cache")))
-
-
-# Known regressions at the end of stop 30 (2026-12-03), each a conflict between two changes landed the same
-# session: the single-source rule (issue 33) holds a file that defines warp names itself to nvcc-safe edits, which
-# stops the ROCm 7 sync-shim guard; the logical-warp-of-32 change (issue 34) drops lane-math findings that CLI and
-# report tests still expect. Marked here in one place, not strict, so the next session sees them and fixes each.
-_KNOWN_REGRESSIONS = {
-    "tests/test_real_rocm.py::test_fixture_converted_for_7_2_builds_with_rocm_7_2[convert/old-rocm]":
-        "a mask kept in an `unsigned` variable reaches `__shfl_sync` at 7.2: reported, not patched",
-}
-
-
-def pytest_collection_modifyitems(config, items):
-    for item in items:
-        reason = _KNOWN_REGRESSIONS.get(item.nodeid)
-        if reason:
-            item.add_marker(pytest.mark.xfail(reason=f"known regression, stop 30: {reason}", strict=False))

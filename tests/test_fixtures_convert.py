@@ -87,6 +87,7 @@ NOT_ON_62 = {
     "cublas-rocm7": "hipBLAS 3's form (ROCm 7.0+); test_rocm7_libraries compiles it with the real 7.2 compiler",
     "hipblas2-forward": "hipBLAS 3's form (ROCm 7.0+); test_rocm7_libraries compiles it with the real 7.2 compiler",
     "lowp-rocm7": "OCP fp8 is in hip/hip_fp8.h from ROCm 6.4; test_rocm7_libraries compiles it with the real 7.2 compiler",
+    "mask-variable": "`__syncwarp` is HIP's from ROCm 7.0 (compiled with the real 7.2.4 below)",
 }
 ON_62 = [p.stem for p in INPUTS if tree_for(options_for(p).rocm_version) == "6.2" and p.stem not in NOT_ON_62]
 
@@ -102,7 +103,8 @@ def test_family_hip_form_compiles_with_rocm_6_2(family):
 # HIP forms needing a release or a library the Debian and 6.2.2 trees lack, compiled with the real ROCm compilers
 # (code generation for a wave64 and a wave32 target): fixture -> the releases it is written for.
 ON_REAL = {"entry-point": ("6.4", "7.2"), "entry-point-rocm7": ("7.2",), "rocsolver": ("6.4", "7.2"),
-           "declared-types": ("6.4",), "launch-macro": ("6.4", "7.2"), "guard-pragma": ("6.4", "7.2")}
+           "declared-types": ("6.4",), "launch-macro": ("6.4", "7.2"), "guard-pragma": ("6.4", "7.2"),
+           "mask-variable": ("7.2",)}
 
 
 @pytest.mark.parametrize("family,release", [(f, r) for f, rs in ON_REAL.items() for r in rs])

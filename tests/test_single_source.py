@@ -305,3 +305,23 @@ def test_a_tree_with_its_own_hip_build_keeps_its_cuda_build(tmp_path):
     (alone / "CMakeLists.txt").write_bytes(cuda)
     r = hipport("convert", "--rocm-version", "7.2", "--no-cache", "--check", alone)
     assert r.returncode == 1, r.stderr  # a CUDA-only project's is converted as before
+
+
+def test_a_converted_error_checking_header_is_not_taken_for_a_compat_layer(tmp_path):
+    """Converting a tree in place writes its headers before some of the files that include them: a CUDA-named
+    macro that now uses HIP names (`#define CUDA_CHECK_LAST_ERROR() { if (hipSuccess != ...) }`) is the project's
+    code, not a mapping, so the files converted after it are converted too (HeCBench's tsne lost 7 files so)."""
+    (tmp_path / "a_utils.h").write_text(
+        "#pragma once\n#include <cstdio>\n#define CUDA_CHECK_LAST_ERROR() { \\\n"
+        "    if (cudaSuccess != cudaGetLastError()) printf(\"%s\\n\", cudaGetErrorString(cudaGetLastError())); }\n")
+    for name in ("b.cu", "z.cu"):
+        (tmp_path / name).write_text('#include "a_utils.h"\nvoid f() { cudaDeviceSynchronize(); '
+                                     'CUDA_CHECK_LAST_ERROR(); }\n')
+    r = hipport("convert", tmp_path, "--rocm-version", "7.2", "-q")
+    assert r.returncode == 0, r.stderr
+    for name in ("b.cu", "z.cu"):
+        text = (tmp_path / name).read_text()
+        assert "hipDeviceSynchronize();" in text and "cudaDeviceSynchronize" not in text, text
+    assert "cudaGetLastError" not in (tmp_path / "a_utils.h").read_text()
+    again = hipport("convert", tmp_path, "--rocm-version", "7.2", "--check")
+    assert again.returncode == 0, again.stdout + again.stderr

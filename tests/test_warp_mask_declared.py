@@ -49,15 +49,35 @@ def test_masks_declared_64_bit_are_not_reported(rules, tmp_path):
     assert r.returncode == 0, r.stderr[-3000:]
 
 
-@pytest.mark.parametrize(("decl", "shown"), [("unsigned m = __activemask();", "unsigned"),
-                                             ("unsigned int m = __activemask();", "unsigned int"),
-                                             ("uint32_t m = 0xffffffffu;", "uint32_t"),
-                                             ("int m = -1;", "int")])
-def test_masks_declared_32_bit_are_reported_as_not_building(rules, decl, shown):
-    src = f"#include <cstdint>\n__device__ float f(float v) {{\n  {decl}\n  return __shfl_down_sync(m, v, 1);\n}}\n"
-    _, found = _mask_findings(rules, src)
-    assert len(found) == 1 and found[0][0] == 4
+@pytest.mark.parametrize(("decl", "use", "shown"), [
+    ("uint32_t m = 0xffffffffu;", "", "uint32_t"),              # a literal: which lanes it means is for a person
+    ("int m = -1;", "", "int"),                                  # signed
+    ("unsigned m = __activemask();", "  out[0] = __popc(m);\n", "unsigned"),  # also read as a number
+    ("unsigned int m = __activemask(), n = 0;", "", "unsigned int"),  # two declarators
+])
+def test_masks_declared_32_bit_are_reported_as_not_building(rules, decl, use, shown):
+    src = (f"#include <cstdint>\n__device__ float f(float v, int* out) {{\n  {decl}\n{use}"
+           f"  return __shfl_down_sync(m, v, 1);\n}}\n")
+    result, found = _mask_findings(rules, src)
+    assert len(found) == 1 and found[0][0] == 4 + bool(use)
     assert f"`m` is declared `{shown}` (32 bits), which ROCm 7's `static_assert` rejects" in found[0][1]
+    assert decl.encode() in result.after  # left as it was
+
+
+@pytest.mark.parametrize("decl", ["unsigned m = __activemask();", "unsigned int m = __ballot_sync(~0ull, v > 0);",
+                                  "const uint32_t m = __activemask();"])
+def test_a_mask_call_kept_in_a_32_bit_variable_only_for_sync_calls_is_widened(rules, decl, tmp_path):
+    src = (f"#include <cstdint>\n__device__ float f(float v) {{\n  {decl}\n  v += __shfl_down_sync(m, v, 1);\n"
+           f"  __syncwarp(m);\n  return __any_sync(m, v > 0) ? v : 0.f;\n}}\n")
+    result, found = _mask_findings(rules, src)
+    assert found == []
+    wide = decl.replace("unsigned int", "unsigned long long").replace("uint32_t", "unsigned long long")
+    wide = wide.replace("unsigned m", "unsigned long long m")
+    assert result.after.decode().split("\n")[3] == f"  {wide}"
+    f = tmp_path / "widened.hip"
+    f.write_bytes(result.after)
+    r = real_compile(f, "7.2")
+    assert r.returncode == 0, r.stderr[-3000:]
 
 
 def test_a_mask_whose_type_is_not_seen_keeps_the_reminder(rules):

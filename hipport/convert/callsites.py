@@ -7,6 +7,7 @@ import re
 
 from typing import TYPE_CHECKING
 
+from hipport.convert import mask_variables
 from hipport.convert.calls import Arg, call_args
 from hipport.convert.declared import canonical, declared_type
 from hipport.scan import IDENT, LITERAL
@@ -412,6 +413,8 @@ def _warp_sync(conv: "ConversionContext", i: int, name: str) -> None:
             return  # a variable declared 64-bit (or `auto` from `__activemask()`): what HIP takes
         arg = _arg_text(conv, mask).decode("latin-1")
         if width == 32:
+            if mask_variables.widen(conv, mask, name):
+                return
             conv.finding("warp-sync-mask", "warning", mask.start,
                          f"`{name}` takes a 64-bit mask on HIP, and `{arg}` is declared `{declared}` (32 bits), which "
                          f"ROCm 7's `static_assert` rejects: declare it `unsigned long long` and give it the lanes of "
