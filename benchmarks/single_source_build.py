@@ -31,8 +31,8 @@ ROCm 7.2.4), `-x hip --offload-arch=ARCH -fsyntax-only -std=c++17`:
      ``--user-section`` (default benchmarks/single_source_ggml_user.h) pasted between its markers and the header
      written again (which keeps it).
 
-Units: `--units ordinary` (src/ggml-cuda/*.cu) or `all` (those plus the template instances the HIP build
-compiles: fattn-tile*, fattn-mma*, mmq*, mmf* and the four fattn-vec ones of a default build); `--limit N` the
+Units: `--units ordinary` (src/ggml-cuda/*.cu), `instances` (the template instances the HIP build compiles:
+fattn-tile*, fattn-mma*, mmq*, mmf* and the four fattn-vec ones of a default build) or `all`; `--limit N` the
 first N. Results: one line per step, each failing unit with its first error with -v, and WORK/results.json.
 
     python3 benchmarks/single_source_build.py --repo /work/.mirror/ggml-org+ggml/repo \\
@@ -88,8 +88,8 @@ def extract(repo: Path, commit: str, dest: Path) -> None:
 
 def units(tree: Path, which: str, limit: int | None) -> list[str]:
     cuda = tree / "src" / "ggml-cuda"
-    out = sorted(p.relative_to(tree).as_posix() for p in cuda.glob("*.cu"))
-    if which == "all":
+    out = sorted(p.relative_to(tree).as_posix() for p in cuda.glob("*.cu")) if which != "instances" else []
+    if which in ("all", "instances"):
         inst = cuda / "template-instances"
         for pattern in ("fattn-tile*.cu", "fattn-mma*.cu", "mmq*.cu", "mmf*.cu"):
             out += sorted(p.relative_to(tree).as_posix() for p in inst.glob(pattern))
@@ -317,7 +317,8 @@ def main() -> int:
     ap.add_argument("--commit", required=True, help="the pinned commit (40 hex digits)")
     ap.add_argument("--work", type=Path, default=DEFAULT_WORK, help=f"work folder (default {DEFAULT_WORK})")
     ap.add_argument("--steps", default="abcd", help="which steps, e.g. `ad` (default abcd)")
-    ap.add_argument("--units", choices=["ordinary", "all"], default="ordinary")
+    ap.add_argument("--units", choices=["ordinary", "instances", "all"], default="ordinary",
+                    help="src/ggml-cuda/*.cu (default), the template instances the HIP build compiles, or both")
     ap.add_argument("--limit", type=int, help="only the first N units")
     ap.add_argument("--release", default="7.2", help="ROCm release for convert, audit and compat (default 7.2)")
     ap.add_argument("--hipcc", default="rocm7-hipcc", help="the compiler (default rocm7-hipcc: ROCm 7.2.4)")
