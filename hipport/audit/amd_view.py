@@ -57,7 +57,20 @@ def undefined_for(options) -> frozenset[str]:
     extra = {item[1:].strip() for item in items if item.startswith("!")}
     # A project that sets a toolkit version for its AMD build (`CUDART_VERSION=12000`) has it defined.
     toolkit = TOOLKIT_VERSIONS - {item.partition("=")[0].strip() for item in items if not item.startswith("!")}
-    return AMD_UNDEFINED | toolkit | extra
+    return _Undefined(AMD_UNDEFINED | toolkit | extra, frozenset(extra))
+
+
+class _Undefined(frozenset):
+    """The names undefined for AMD, remembering those the project stated (`!CUDA_VERSION`): a toolkit version it
+    states undefined settles a condition for AMD (`Facts.stated`), one hipport merely assumes undefined does not."""
+
+    def __new__(cls, names, stated=frozenset()):
+        self = super().__new__(cls, names)
+        self.stated = stated
+        return self
+
+    def __reduce__(self):
+        return (_Undefined, (frozenset(self), self.stated))
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -216,11 +229,12 @@ class Facts:
     `#endif` lines nested in such a branch included; ``settled``, the start offsets of the `#if`/`#elif` lines whose
     value for the AMD build needs no CUDA toolkit version (`#if !defined(USE_ROCM) && CUDART_VERSION >= 11000`)."""
 
-    __slots__ = ("dead", "settled")
+    __slots__ = ("dead", "settled", "stated")
 
     def __init__(self) -> None:
         self.dead: list[tuple[int, int]] = []
         self.settled: set[int] = set()
+        self.stated: frozenset = frozenset()  # toolkit versions the project states undefined (`!CUDA_VERSION`)
 
 
 def view(src: bytes, known: dict[str, int], undefined=AMD_UNDEFINED, path: str = "",
@@ -233,6 +247,8 @@ def view(src: bytes, known: dict[str, int], undefined=AMD_UNDEFINED, path: str =
         return src
     if not (path and b'include' in src) and not any(w.encode() in src for w in (*known, *undefined)):
         return src
+    if facts is not None:
+        facts.stated = getattr(undefined, "stated", frozenset())
     return _walk(src, dict(known), set(undefined), path, 0, facts)[0]
 
 
@@ -264,7 +280,7 @@ def _walk(src: bytes, known: dict[str, int], undefined: set[str], path: str, dep
             opens = kind in ("if", "ifdef", "ifndef")
             if (dead if opens else bool(stack) and stack[-1]["outer_dead"]):
                 facts.dead.append((start, end))  # a conditional inside a branch never compiled
-            elif kind in ("if", "elif") and _settled_without_toolkit(m.group(2), known, undefined):
+            elif kind in ("if", "elif") and _settled_without_toolkit(m.group(2), known, undefined, facts.stated):
                 facts.settled.add(start)
         if kind in ("if", "ifdef", "ifndef"):
             value = _condition(kind, m.group(2), known, undefined)
@@ -357,12 +373,13 @@ def _exports(header: str, depth: int, known: tuple, undefined: frozenset):
     return result
 
 
-def _settled_without_toolkit(rest: bytes, known, undefined) -> bool:
+def _settled_without_toolkit(rest: bytes, known, undefined, stated=frozenset()) -> bool:
     """Whether an `#if` condition that names a CUDA toolkit version has a value for AMD without it."""
     if not any(name.encode() in rest for name in TOOLKIT_VERSIONS):
         return False
-    return _condition("if", rest, {k: v for k, v in known.items() if k not in TOOLKIT_VERSIONS},
-                      undefined - TOOLKIT_VERSIONS) is not None
+    assumed = TOOLKIT_VERSIONS - stated
+    return _condition("if", rest, {k: v for k, v in known.items() if k not in assumed},
+                      undefined - assumed) is not None
 
 
 def _condition(kind: str, rest: bytes, known, undefined) -> int | None:
