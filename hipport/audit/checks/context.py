@@ -370,8 +370,19 @@ class Context:
         return self.src[self.starts[first]:self.ends[last - 1]]
 
     def is_call(self, i: int) -> bool:
-        return self.kinds[i] == IDENT and self.t(self.next_code(i)) == b"(" and self.t(self.prev_code(i)) not in (
-            b".", b"->", b"::")
+        # `next_code`, `prev_code` and `t` written out: the checks ask this of most names they meet.
+        kinds, text, n = self.kinds, self.text, self.n
+        if kinds[i] != IDENT:
+            return False
+        j = i + 1
+        while j < n and kinds[j] == COMMENT:
+            j += 1
+        if j >= n or text[j] != b"(":
+            return False
+        j = i - 1
+        while j >= 0 and kinds[j] == COMMENT:
+            j -= 1
+        return j < 0 or text[j] not in (b".", b"->", b"::")
 
     def line_text(self, line: int) -> bytes:
         starts = self.lines.starts
@@ -403,9 +414,10 @@ class Context:
     def parsed(self) -> clangparse.Parsed | None:
         if self._parsed is False:
             # Only functions that hold a call whose types matter are walked.
-            hot = _CALLS_OF_INTEREST_B
+            hot = {fn.body[0] for name in _CALLS_OF_INTEREST_B for k in self.positions(name)
+                   for fn in self.functions_holding(k) if fn.body[0] <= k < fn.body[1]}
             regions = sorted((self.starts[fn.name_index], self.ends[fn.body[1]]) for fn in self.functions
-                             if any(self.text[k] in hot for k in range(fn.body[0], fn.body[1])))
+                             if fn.body[0] in hot)
             signals_before = interrupts_raised()
             try:
                 self._parsed = clangparse.parse(self.src, regions, _CALLS_OF_INTEREST, self._parse_marks())

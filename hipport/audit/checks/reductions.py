@@ -272,17 +272,25 @@ def _ids_in(ctx: Context, fn) -> Ids:
 
 
 def uses_warp_ops(ctx: Context) -> set[int]:
-    """Body starts of the device functions that run a warp operation themselves or through calls in the file."""
-    direct = {fn.body[0] for fn in ctx.functions
-              if any(ctx.text[k] in WARP_OPS and ctx.is_call(k) for k in range(*fn.body))}
+    """Body starts of the device functions that run a warp operation themselves or through calls in the file.
+    The calls are found from the names (`ctx.positions`), not by a pass over every body per round."""
+    def bodies_holding(k: int) -> list[int]:  # `{` included, `}` not
+        return [fn.body[0] for fn in ctx.functions_holding(k) if fn.body[0] <= k < fn.body[1]]
+
+    direct = {b for op in WARP_OPS for k in ctx.positions(op) if ctx.is_call(k) for b in bodies_holding(k)}
     names = {ctx.text[fn.name_index]: fn for fn in ctx.functions}
+    calls: dict[int, set[int]] = {}  # body start -> body starts of the file's functions it calls
+    for name, callee in names.items():
+        for k in ctx.positions(name):
+            if ctx.is_call(k):
+                for b in bodies_holding(k):
+                    calls.setdefault(b, set()).add(callee.body[0])
     for _ in range(4):
         grew = False
         for fn in ctx.functions:
             if fn.body[0] in direct:
                 continue
-            if any(ctx.text[k] in names and names[ctx.text[k]].body[0] in direct and ctx.is_call(k)
-                   for k in range(*fn.body)):
+            if any(b in direct for b in calls.get(fn.body[0], ())):
                 direct.add(fn.body[0])
                 grew = True
         if not grew:
