@@ -85,10 +85,14 @@ def guard_redefinitions(ctx: ConversionContext) -> None:
                 and not _hip_guarded(ctx, d):
             header = _declared_by_hip(ctx, d)
             if header is not None:
+                same = _component_wise(ctx, d)
                 _guard(ctx, d, GUARD_AMD, "redefines-hip",
                        f"`{d.name}({', '.join(p.decode('latin-1') for p in d.params)})` is declared by HIP "
                        f"({header}): on AMD GPUs HIP's is used and this definition is left out, behind "
-                       "`#if !defined(__HIP_PLATFORM_AMD__)` (check that HIP's does what yours did)")
+                       "`#if !defined(__HIP_PLATFORM_AMD__)` " + (
+                           "(yours works component by component, as HIP's does)" if same else
+                           "(check that HIP's does what yours did)"),
+                       severity="info" if same else "warning")
                 guarded.add(d.index)
     kept: dict[tuple, list[Definition]] = {}
     named = Counter((d.scope, d.name) for d in defs)
@@ -108,7 +112,8 @@ def guard_redefinitions(ctx: ConversionContext) -> None:
                    "it does into the first by hand if they differ)")
 
 
-def _guard(ctx: ConversionContext, d: Definition, guard: bytes, rule: str, message: str) -> None:
+def _guard(ctx: ConversionContext, d: Definition, guard: bytes, rule: str, message: str,
+           severity: str = "warning") -> None:
     if not d.guardable:
         ctx.finding(rule, "warning", ctx.tokens.starts[d.index], message.split(";")[0] + "; guard it by hand",
                     subject=d.name)
@@ -116,7 +121,28 @@ def _guard(ctx: ConversionContext, d: Definition, guard: bytes, rule: str, messa
     nl = ctx.newline()
     ctx.convert(d.start, d.start, guard + nl, d.name, CATEGORY)
     ctx.edits_only(d.end, d.end, nl + b"#endif")  # before the body's line break: after it, the next guard opens
-    ctx.finding(rule, "warning", ctx.tokens.starts[d.index], message, subject=d.name)
+    ctx.finding(rule, severity, ctx.tokens.starts[d.index], message, subject=d.name)
+
+
+# `a.x -= b.x`, `a.x - b.x`: one component of one operand with an operator and a component of the other.
+_COMPONENT_OP = re.compile(rb"\.([xyzw])\s*([-+*/%&|^]|<<|>>)=?\s*\w+\s*\.\s*([xyzw])\b")
+
+
+def _component_wise(ctx: ConversionContext, d: Definition) -> bool:
+    """A vector operator whose body applies its own operator to each component with the same component of the other
+    operand (helper_math.h's `a.x -= b.x; a.y -= b.y;`), which is what HIP_vector_type's operators do: guarding it
+    changes nothing. Any other arithmetic (a complex product mixes `.x` with `.y`) leaves the warning."""
+    if not d.name.startswith("operator") or len(d.params) != 2:
+        return False
+    op = d.name[len("operator"):].rstrip("=").encode()
+    vector = d.params[1].decode("latin-1").replace("const", "").strip(" &")
+    size = vector[-1:]
+    if not size.isdigit():
+        return False
+    body = ctx.src[ctx.src.find(b"{", ctx.tokens.starts[d.index], d.end):d.end]
+    pairs = _COMPONENT_OP.findall(body)
+    return bool(pairs) and all(a == c and o == op for a, o, c in pairs) \
+        and {a for a, _, _ in pairs} == {b"xyzw"[k:k + 1] for k in range(int(size))}
 
 
 def _operators(ctx: ConversionContext) -> frozenset:
