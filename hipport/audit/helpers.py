@@ -117,7 +117,7 @@ def summarise(ctx: Context, findings: list[Finding], label: str) -> dict[str, He
             inside = lane[bisect_left(lane_lines, first):bisect_right(lane_lines, last)]
             masks = _mask_params(ctx, fn)
             syncwarp = _mask_params(ctx, fn, {b"__syncwarp"}) if masks else ()
-        reads = fn.kernel and any(ctx.text[k] == b"warpSize" for k in range(fn.body[0], fn.body[1]))
+        reads = fn.kernel and bool(ctx.positions_between(b"warpSize", fn.body[0], fn.body[1]))
         lane_params = _lane_params(ctx, fn) if fn.kernel else ()
         if not inside and not masks and not width_params and not width_tparams and not reads and not lane_params:
             continue
@@ -150,12 +150,12 @@ def _lane_params(ctx: Context, fn) -> tuple[int, ...]:
 
     names = [n.encode() for n in fn.param_names]
     lo, hi = fn.body
-    if not names or not any(ctx.text[k] in _HARDWARE_WIDTH for k in range(lo, hi)):
+    if not names or not any(ctx.positions_between(w, lo, hi) for w in _HARDWARE_WIDTH):
         return ()
     derived = thread_derived(ctx, fn) | THREAD_INDEX
     found = set()
-    for k in range(lo, hi):
-        if ctx.kinds[k] != IDENT or ctx.text[k] not in names:
+    for k in sorted(k for name in set(names) for k in ctx.positions_between(name, lo, hi)):
+        if ctx.kinds[k] != IDENT:
             continue
         op = ctx.prev_code(k)
         if ctx.t(op) == b"(" and ctx.t(ctx.next_code(k)) == b"-":  # `tid & (ws - 1)`

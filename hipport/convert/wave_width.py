@@ -63,10 +63,13 @@ def device_bodies(ctx: ConversionContext) -> list[tuple[int, int]]:
         rb"|".join(re.escape(w) for w in sorted(words, key=len, reverse=True)) + rb"|[{};]")
     out: list[tuple[int, int]] = []
     pending = False
-    inside_until = -1
-    for m in pattern.finditer(ctx.src):
+    src, at = ctx.src, 0
+    # A search, not `finditer`: after a body the search goes on past its `}` (nothing inside one matters here, and
+    # no word searched for holds a `}`).
+    while (m := pattern.search(src, at)) is not None:
+        at = m.end()
         i = token_at(tokens, m.start())
-        if i is None or i <= inside_until or kinds[i] == COMMENT or in_directive[i] or tokens.text(i) != m.group():
+        if i is None or kinds[i] == COMMENT or in_directive[i] or tokens.text(i) != m.group():
             continue
         t = m.group()
         if t == b"{":
@@ -74,7 +77,7 @@ def device_bodies(ctx: ConversionContext) -> list[tuple[int, int]]:
                 close = matching_close(tokens, i)
                 if close is not None:
                     out.append((i, close))
-                    inside_until = close
+                    at = max(at, tokens.ends[close])
             pending = False
         elif t == b";":
             pending = False
