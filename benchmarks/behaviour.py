@@ -482,6 +482,9 @@ def run(exe: Path, case: Case, folder: Path, timeout: float, cache: Path) -> dic
 
 
 def judge(case: Case, done: dict) -> Outcome:
+    """The verdict of one run; its seconds are CPU-seconds."""
+    seconds = done.get("cpu_seconds", done["seconds"])
+    done = {**done, "seconds": seconds}
     if done["timed_out"]:
         return Outcome("too slow", f"ran past {done['timeout']:g} CPU-seconds", done["seconds"])
     if case.name in RUN_LIMITS:
@@ -501,12 +504,14 @@ def judge(case: Case, done: dict) -> Outcome:
 
 def measure(case: Case, cache: Path, timeout: float, widths=WIDTHS, variants=VARIANTS, corpus: Path = CORPUS,
             fingerprint: str = "") -> dict[str, dict[int, Outcome]]:
-    """Every variant of one program at every width. Once a run passes the time limit, the later runs of the same
-    program are not made (the same work at the same size): they are `too slow` as well, and say so."""
+    """Every variant of one program at every width. The hand port runs first: when a run of it passes the time
+    limit, the program is too slow for the emulator and its later runs are not made (they say so). A port that
+    passes the limit where an earlier run of the same program took less than a quarter of it loops or hangs: it
+    `differs`."""
     fingerprint = fingerprint or _hip_cpu_fingerprint()
     results: dict[str, dict[int, Outcome]] = {}
-    slow = ""
-    for variant in variants:
+    slow, quick = "", None  # the run that passed the limit; (seconds, which) of the first that did not
+    for variant in sorted(variants, key=lambda v: v != "hand"):
         results[variant] = {}
         folder, problem = prepare(case.name, variant, cache, corpus)
         for width in widths:
@@ -518,18 +523,23 @@ def measure(case: Case, cache: Path, timeout: float, widths=WIDTHS, variants=VAR
                 # Only HIP-CPU's `warpSize` differs between the widths: the same error, without a second build.
                 results[variant][width] = Outcome(first.verdict, f"as at {widths[0]} lanes: {first.detail}")
                 continue
+            if slow:
+                results[variant][width] = Outcome("too slow", f"not run: {slow} ran past {timeout:g} CPU-seconds")
+                continue
             exe, log = build(case.name, variant, folder, width, cache, fingerprint)
             if exe is None:
                 results[variant][width] = Outcome(*classify_build_error(log, folder))
                 continue
-            if slow:
-                results[variant][width] = Outcome("too slow", f"not run: {slow} ran past {timeout:g} CPU-seconds")
-                continue
             outcome = judge(case, run(exe, case, folder, timeout, cache))
-            if outcome.verdict == "too slow":
+            if outcome.verdict == "too slow" and quick and quick[0] < timeout / 4:
+                outcome = Outcome("differs", f"ran past {timeout:g} CPU-seconds, where {quick[1]} took "
+                                             f"{quick[0]:g}", outcome.seconds)
+            elif outcome.verdict == "too slow":
                 slow = f"{variant} at {width} lanes"
+            elif quick is None and outcome.seconds is not None:
+                quick = (outcome.seconds, f"{variant} at {width} lanes")
             results[variant][width] = outcome
-    return results
+    return {v: results[v] for v in variants}
 
 
 # --- recording the CUDA references ------------------------------------------------------------------------------

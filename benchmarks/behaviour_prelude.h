@@ -7,6 +7,8 @@
 #pragma once
 #include <hip/hip_runtime.h>
 
+#include <math.h>  // HIP's device math is global (`signbit`, `sqrtf`...), as C's header makes it
+
 #include <cmath>
 #include <cstdint>
 
@@ -99,3 +101,15 @@ HIPPORT_BEHAVIOUR_SHFL(__shfl_up, std::uint32_t)
 HIPPORT_BEHAVIOUR_SHFL(__shfl_down, std::uint32_t)
 HIPPORT_BEHAVIOUR_SHFL(__shfl_xor, std::int32_t)
 #undef HIPPORT_BEHAVIOUR_SHFL
+
+// HIP-CPU declares `__ffsll` and `__popcll` for `std::int64_t`/`std::uint64_t` (`long` on Linux): an
+// `unsigned long long` argument, as HIP's take, is ambiguous there.
+inline unsigned int __ffsll(unsigned long long x) noexcept { return __builtin_ffsll(static_cast<long long>(x)); }
+inline unsigned int __ffsll(long long x) noexcept { return __builtin_ffsll(x); }
+inline unsigned int __popcll(unsigned long long x) noexcept { return __builtin_popcountll(x); }
+inline unsigned int __clzll(unsigned long long x) noexcept { return x ? __builtin_clzll(x) : 64; }
+inline unsigned int __clzll(long long x) noexcept { return __clzll(static_cast<unsigned long long>(x)); }
+
+// HIP's `hip_fp16.h` names `__half` `half` as well; HIP-CPU's does not.
+#include <hip/hip_fp16.h>
+using half = __half;
