@@ -61,6 +61,9 @@ class FileResult:
     # Why the file is the other platform's (only NVIDIA branches include it: ggml's `vendors/cuda.h`), or "": such a
     # file is left as it is.
     other_platform: str = ""
+    # CUDA references the file's HIP path serves already (names its compatibility layer maps, conditions its AMD
+    # build evaluates as written): left as they are, yet AMD work done, which the readiness counts as automatic.
+    served: int = 0
 
     @property
     def changed(self) -> bool:

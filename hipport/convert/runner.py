@@ -78,8 +78,8 @@ def convert_one(source: Source, rules: RuleSet, options: ConvertOptions,
     if cached is not None:
         findings, unknown, defines, *platform = cached
         result = FileResult(path, src, src, findings=findings, unknown=unknown, defines=defines)
-        if len(platform) == 2:  # why it builds for AMD already / is the other platform's (summary)
-            result.hip_path, result.other_platform = platform
+        if len(platform) == 3:  # why it builds for AMD already / is the other platform's (summary), served
+            result.hip_path, result.other_platform, result.served = platform
         if source.build is None:
             result.hip = is_hip_input(result, src, rules)
         return result, st
@@ -103,7 +103,8 @@ def convert_one(source: Source, rules: RuleSet, options: ConvertOptions,
     if cache is not None and not result.changed:
         # Only files with nothing to change are remembered: a changed file is written now and is one next time.
         cache.put(_cache_key(source, src, options.offload_arch if source.build else ()),
-                  (result.findings, result.unknown, result.defines, result.hip_path, result.other_platform))
+                  (result.findings, result.unknown, result.defines, result.hip_path, result.other_platform,
+                   result.served))
     return result, st
 
 

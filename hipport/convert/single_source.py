@@ -261,8 +261,11 @@ def keep_to_amd(ctx) -> None:
     ctx.result.conversions = [c for c, keep in zip(conversions, kept_conv) if keep]
     ctx.result.findings = [f for f in ctx.result.findings if not _in_other_line(ctx, f.line, f.col)]
     ctx.result.unknown = [u for u in ctx.result.unknown if not _in_other_line(ctx, u[1], u[2])]
+    conditions = [(d.start, d.end) for d in ctx.structure.directives if d.name in _CONDITIONS]
+    # What the project's own HIP path serves is the AMD port already done: the readiness counts it as automatic.
+    ctx.result.served = sum(1 for c in dropped if _amd_build_has(plat, c, conditions))
     if plat.single_source:
-        _report_kept(ctx, dropped)
+        _report_kept(ctx, dropped, conditions)
 
 
 def _in_other_line(ctx, line: int, col: int) -> bool:
@@ -272,19 +275,23 @@ def _in_other_line(ctx, line: int, col: int) -> bool:
     return ctx.platform.branches.in_other(starts[line - 1] + max(col, 1) - 1)
 
 
-def _report_kept(ctx, dropped: list[Conversion]) -> None:
-    """One finding per CUDA name left in the code both builds compile, unless the project maps it for AMD itself
-    (then the AMD build resolves it through that macro, and nothing is missing)."""
+def _amd_build_has(plat: FilePlatform, conv: Conversion, conditions: list[tuple[int, int]]) -> bool:
+    """The project's AMD build resolves this dropped conversion as the file stands: its compatibility layer maps the
+    name, the conversion only adds `<hip/hip_runtime.h>` (`(device code)`: hipcc includes it by itself), or it sits
+    in a condition, which that build evaluates as written."""
+    return conv.cuda.startswith("(") or any(a <= conv.start < b for a, b in conditions) or plat.defines(conv.cuda)
+
+
+def _report_kept(ctx, dropped: list[Conversion], conditions: list[tuple[int, int]]) -> None:
+    """One finding per CUDA name left in the code both builds compile, unless the AMD build resolves it (the
+    project maps it for AMD itself, `_amd_build_has`: nothing is missing)."""
     plat = ctx.platform
     seen: set[str] = set()
     where = plat.hip_path
-    conditions = [(d.start, d.end) for d in ctx.structure.directives if d.name in _CONDITIONS]
     for conv in dropped:
-        if conv.cuda in seen or conv.cuda.startswith("(") or any(a <= conv.start < b for a, b in conditions):
-            continue  # a condition is evaluated as written by the AMD build the project has
+        if conv.cuda in seen or _amd_build_has(plat, conv, conditions):
+            continue
         seen.add(conv.cuda)
-        if plat.defines(conv.cuda):
-            continue  # the project's compatibility layer maps it: the AMD build has it already
         line = conv.line
         if conv.category == "include":
             message = (f"`{conv.cuda}` left: this file also builds for NVIDIA ({where}); for AMD include "

@@ -290,7 +290,10 @@ def _summary(report: AuditReport) -> str:
                   for s in SEVERITY_ORDER)),
         ("Porting readiness", f'<span id="readiness" class="{_ready_class(report.readiness)}">'
                               f'{percent(report.readiness)}</span>',
-         f'{report.converted} automatic vs. {report.manual} hand-work points'),
+         f'{report.automatic} automatic'
+         + (f' ({report.served} served by the project&rsquo;s own HIP path; files that already build for AMD: '
+            f'{report.files_built_for_amd})' if report.served else "")
+         + f' vs. {report.manual} hand-work points'),
     ]
     if report.verify is not None:
         failed = len(report.verify.failed)
@@ -401,6 +404,17 @@ def _finding_html(x: FindingReport, report: AuditReport) -> str:
     return "".join(parts)
 
 
+def _amd_note(f: FileReport) -> str:
+    """Why a file of a project that keeps CUDA counts as ready for AMD, or ""."""
+    if f.other_platform:
+        return (f' <span class="muted amd">only the NVIDIA build compiles it ({_rich(f.other_platform)}): '
+                'no work for AMD</span>')
+    if not f.hip_path:
+        return ""
+    served = f": {f.served} CUDA reference{'s' if f.served != 1 else ''} served by its HIP path" if f.served else ""
+    return f' <span class="muted amd">already builds for AMD ({_rich(f.hip_path)}){served}</span>'
+
+
 def _file_section(i: int, f: FileReport, report: AuditReport, budget: _Budget) -> str:
     sev = f.by_severity
     badges = " ".join(_badge(s, sev[s]) for s in SEVERITY_ORDER if sev.get(s))
@@ -408,7 +422,7 @@ def _file_section(i: int, f: FileReport, report: AuditReport, budget: _Budget) -
     rule_ids = " ".join(sorted(f.by_rule))
     sevs = " ".join(s for s in SEVERITY_ORDER if sev.get(s))
     head = (f'<summary><span class="path">{_esc(f.path)}</span> <span class="muted">{f.lines} lines, '
-            f'{f.converted} converted automatically, readiness {percent(f.readiness)}</span> {badges}'
+            f'{f.converted} converted automatically, readiness {percent(f.readiness)}</span>{_amd_note(f)} {badges}'
             f'{_verify_badge(report, f.path)}</summary>')
     body = []
     if f.error:
@@ -446,7 +460,7 @@ def _details(report: AuditReport) -> str:
     if quiet:
         # Files with nothing to port: one collapsed list, so a large tree stays a light page.
         items = "".join(f'<li class="file" id="file-{i}" data-file="{i}" data-sev="" data-rules="" '
-                        f'data-path="{_esc(f.path.lower())}" data-findings="0">{_esc(f.path)}'
+                        f'data-path="{_esc(f.path.lower())}" data-findings="0">{_esc(f.path)}{_amd_note(f)}'
                         f'{_verify_badge(report, f.path)}</li>'
                         for i, f in quiet)
         out.append(f'<details id="unchanged"><summary>{len(quiet)} file{"s" if len(quiet) != 1 else ""} with '

@@ -54,8 +54,10 @@ def render_markdown(report: AuditReport) -> str:
     out = [f"### hipport audit: {_plural(len(report.files), 'file')}, {_plural(report.findings, 'finding')}"
            + (f" ({parts})" if parts else ""), ""]
     weights = ", ".join(f"{s} {w}" for s, w in SEVERITY_WEIGHT.items())
+    served = (f", {report.served} more are served already by the project's own HIP path (files that already "
+              f"build for AMD: {report.files_built_for_amd})" if report.served else "")
     out.append(f"**Porting readiness: {percent(report.readiness)}**. {report.converted} CUDA references convert "
-               f"automatically; the findings weigh {report.manual} in hand work ({weights}). "
+               f"automatically{served}; the findings weigh {report.manual} in hand work ({weights}). "
                f"Readiness = automatic / (automatic + hand work).")
     out.append("")
     out.append(f"{report.lines} lines audited for ROCm {_cell(report.rocm_version)} on "
@@ -85,8 +87,10 @@ def render_markdown(report: AuditReport) -> str:
                 "| --- | ---: | ---: | ---: | ---: | ---: |"]
         for f in ranked[:TOP_FILES]:
             c = f.by_severity
-            out.append(f"| {_cell(f.path)} | {percent(f.readiness)} | {c.get('error', 0)} | {c.get('warning', 0)} | "
-                       f"{c.get('info', 0)} | {f.converted} |")
+            amd = (f" (already builds for AMD: {_cell(f.hip_path)}; {f.served} served)" if f.hip_path and f.served
+                   else f" (already builds for AMD: {_cell(f.hip_path)})" if f.hip_path else "")
+            out.append(f"| {_cell(f.path)}{amd} | {percent(f.readiness)} | {c.get('error', 0)} | "
+                       f"{c.get('warning', 0)} | {c.get('info', 0)} | {f.converted} |")
         if len(ranked) > TOP_FILES:
             out.append(f"\n…and {len(ranked) - TOP_FILES} more files with findings.")
     else:

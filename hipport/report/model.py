@@ -27,7 +27,10 @@ SEVERITY_WEIGHT = {"error": 4, "warning": 2, "info": 1}
 READINESS_DEFINITION = (
     "Porting readiness = A / (A + M), where A is the number of CUDA references hipport converts automatically "
     "and M is the hand work left: each finding counts 4 for an error, 2 for a warning and 1 for info. "
-    "A file with neither converted references nor findings is 100% ready (nothing to port)."
+    "A file with neither converted references nor findings is 100% ready (nothing to port). "
+    "In a project that already builds for AMD, A also counts the CUDA references its own HIP path serves (names its "
+    "compatibility layer maps, the HIP runtime header it includes, conditions its AMD build evaluates as written), "
+    "and a file only the NVIDIA build includes counts nothing."
 )
 
 HIP_GUIDE = "https://rocm.docs.amd.com/projects/HIP/en/latest/how-to/hip_porting_guide.html"
@@ -73,10 +76,23 @@ class FileReport:
     diff: str = ""                      # unified diff of the automatic conversion ("" when unchanged)
     findings: list[FindingReport] = field(default_factory=list)
     error: str | None = None            # the file could not be read or lexed
+    hip_path: str = ""                  # why the file already builds for AMD (FileResult.hip_path), or ""
+    other_platform: str = ""            # why only the NVIDIA build compiles it (FileResult.other_platform), or ""
+    served: int = 0                     # CUDA references its HIP path serves already (FileResult.served)
 
     @property
     def converted(self) -> int:
         return len(self.conversions)
+
+    @property
+    def automatic(self) -> int:
+        """A of the readiness: converted, or served by the project's own HIP path; none in the NVIDIA build's file."""
+        return 0 if self.other_platform else self.converted + self.served
+
+    @property
+    def counted_manual(self) -> int:
+        """M of the readiness: the other platform's file is no work for AMD."""
+        return 0 if self.other_platform else self.manual
 
     @property
     def by_category(self) -> Counter:
@@ -96,7 +112,7 @@ class FileReport:
 
     @property
     def readiness(self) -> float:
-        return readiness(self.converted, self.manual)
+        return readiness(self.automatic, self.counted_manual)
 
     @property
     def changed(self) -> bool:
@@ -161,8 +177,20 @@ class AuditReport:
         return sum(f.manual for f in self.files)
 
     @property
+    def served(self) -> int:
+        return sum(f.served for f in self.files if not f.other_platform)
+
+    @property
+    def automatic(self) -> int:
+        return sum(f.automatic for f in self.files)
+
+    @property
+    def files_built_for_amd(self) -> int:
+        return sum(1 for f in self.files if f.hip_path and not f.other_platform)
+
+    @property
     def readiness(self) -> float:
-        return readiness(self.converted, self.manual)
+        return readiness(self.automatic, sum(f.counted_manual for f in self.files))
 
     @property
     def files_changed(self) -> int:
@@ -298,6 +326,8 @@ def file_report(path: Path, src: bytes, findings: list[Finding], conversion: Fil
             report.conversions = [{"cuda": c.cuda, "hip": c.hip, "category": c.category, "line": c.line}
                                   for c in conversion.conversions]
             report.diff = unified_diff(conversion, report.uri).decode("utf-8", "replace")
+            report.hip_path, report.other_platform = conversion.hip_path, conversion.other_platform
+            report.served = conversion.served
             if convert_findings:
                 for f in conversion.findings:
                     report.findings.append(FindingReport(f.rule_id, f.severity, f.line, f.col, f.message,
