@@ -6,8 +6,8 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-OLD = b"__global__ void a(int *o) { int lane = threadIdx.x & 31; o[lane] = 1; }\n"
-NEW = b"__global__ void b(int *o) { int warp = threadIdx.x / 32; o[warp] = 1; }\n"
+OLD = b"__global__ void a(int *o) { int lane = threadIdx.x & 31; o[lane] = __shfl(1, lane); }\n"
+NEW = b"__global__ void b(int *o) { int warp = threadIdx.x / 32; o[warp] = __ballot(1) != 0; }\n"
 
 
 def run(cwd, *args):

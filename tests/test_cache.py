@@ -11,7 +11,8 @@ from hipport.cache import ResultCache, rules_fingerprint
 from hipport.model import Finding
 
 ROOT = Path(__file__).resolve().parents[1]
-KERNEL = b"__global__ void k(int *o) { int lane = threadIdx.x & 31; o[lane] = 1; }\n"
+# A lane of 32 beside a shuffle: a lane-math-32 warning (without the shuffle, a group of 32 is right on AMD: info).
+KERNEL = b"__global__ void k(int *o, int v) { int lane = threadIdx.x & 31; o[lane] = __shfl_down(v, 1); }\n"
 
 
 def audit(cwd, *args):

@@ -167,7 +167,7 @@ def test_a_summary_without_hip_input_says_nothing_of_it(tmp_path):
 # -- the audit -------------------------------------------------------------------------------------------------------
 
 LANE_MATH = (b"#include <hip/hip_runtime.h>\n"
-             b"__global__ void k(int *o) { int lane = threadIdx.x & 31; o[lane] = 1; }\n")
+             b"__global__ void k(int *o) { int lane = threadIdx.x & 31; o[lane] = __shfl(1, lane); }\n")
 
 
 def test_audit_reads_hip_files_named_and_in_folders(tmp_path):

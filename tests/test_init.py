@@ -18,8 +18,8 @@ from hipport.files import SOURCE_SUFFIXES
 
 ROOT = Path(__file__).resolve().parents[1]
 # A CUDA source with one finding (lane-math-32) that the baseline must absorb, and one file init must not touch.
-KERNEL = b"#include <cuda_runtime.h>\n__global__ void k(int *o) { int lane = threadIdx.x & 31; o[lane] = 1; }\n"
-NEW_HAZARD = b"__global__ void n(int *o) { int warp = threadIdx.x / 32; o[warp] = 1; }\n"
+KERNEL = b"#include <cuda_runtime.h>\n__global__ void k(int *o) { int lane = threadIdx.x & 31; o[lane] = __shfl(1, lane); }\n"
+NEW_HAZARD = b"__global__ void n(int *o) { int warp = threadIdx.x / 32; o[warp] = __ballot(1) != 0; }\n"
 
 
 def hipport(*args, cwd):

@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parents[1]
 HAZARD = b"""#include <hip/hip_runtime.h>
 __global__ void count(const float *x, int *out) {
   unsigned lane = threadIdx.x & 31;
-  if (lane == 0) atomicAdd(out, 1);
+  if (lane == 0) atomicAdd(out, __popcll(__ballot(x[threadIdx.x] > 0)));
 }
 """
 FIXED = HAZARD.replace(b"threadIdx.x & 31", b"threadIdx.x % warpSize")

@@ -38,7 +38,7 @@ def test_status_output_and_exit_handlers_survive(tmp_path):
 
 
 def test_an_audit_with_findings_keeps_its_status_and_its_lines(tmp_path):
-    (tmp_path / "k.cu").write_text("__global__ void k(int *o) { int lane = threadIdx.x & 31; o[lane] = 1; }\n")
+    (tmp_path / "k.cu").write_text("__global__ void k(int *o) { int lane = threadIdx.x & 31; o[lane] = __shfl(1, lane); }\n")
     r = subprocess.run([sys.executable, "-m", "hipport", "audit", "k.cu", "--no-cache"], capture_output=True,
                        text=True, env=ENV, cwd=tmp_path, timeout=300)
     assert r.returncode == 1, r.stderr

@@ -22,7 +22,7 @@ from hipport.files import SOURCE_SUFFIXES
 
 ROOT = Path(__file__).resolve().parents[1]
 README = docs.text()
-HAZARD = "__global__ void k(int* o) { o[0] = threadIdx.x & 31; }\n"
+HAZARD = "__global__ void k(int* o) { o[0] = __shfl(1, threadIdx.x & 31); }\n"
 CLEAN = "__global__ void k(int* o) { o[0] = threadIdx.x % warpSize; }\n"
 
 

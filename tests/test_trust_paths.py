@@ -18,7 +18,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 CUDA_A = b"#include <cuda_runtime.h>\nvoid f(float *p) { cudaFree(p); }\n"
 CUDA_B = b"#include <cuda_runtime.h>\nvoid g(float **p) { cudaMalloc(p, 4); }\n"
-HAZARD = b"__global__ void k(int *o) { int lane = threadIdx.x & 31; o[lane] = 1; }\n"
+HAZARD = b"__global__ void k(int *o) { int lane = threadIdx.x & 31; o[lane] = __shfl(1, lane); }\n"
 HAZARD_LINE = "{p}:1:52: warning lane-math-32: `threadIdx.x & 31` computes a lane index for 32-lane warps; use " \
               "`% warpSize`"
 EXIT_FINDINGS, EXIT_USAGE, EXIT_FAILED, EXIT_SIGINT = 1, 2, 3, 130

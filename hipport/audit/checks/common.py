@@ -326,6 +326,10 @@ def _thread_derived(ctx: Context, fn) -> set[bytes]:
                     end = ctx.match(end)
                 end += 1
             assigns.append((text[k - 1], k + 1, end))
+        elif text[k] in (b"(", b"{") and ctx.kinds[k - 1] == IDENT and ctx.match(k) > k \
+                and ctx.kinds[k - 2] in (IDENT, KEYWORD) \
+                and text[k - 2] not in (b"return", b"else", b"case", b"new", b"delete", b"throw", b"sizeof", b"do"):
+            assigns.append((text[k - 1], k + 1, ctx.match(k)))  # `unsigned tid(threadIdx.x);`: direct init
     for _ in range(3):
         grew = False
         for name, a, b in assigns:

@@ -23,7 +23,8 @@ from hipport.audit.checks.common import (
 )
 from hipport.audit.checks import host_flow
 from hipport.audit.checks.lane_uses import LaneUses
-from hipport.audit.checks.reductions import Reductions, uses_warp_ops
+from hipport.audit.checks.reductions import Reductions, group_lanes, uses_warp_ops
+from hipport.audit.checks.thread_groups import group_only
 from hipport.audit.checks.context import (
     COMMENT,
     IDENT,
@@ -113,10 +114,12 @@ def check(ctx: Context) -> None:
             if new is not None:
                 own = [ctx.edit(op, new, i)]
         reaching = next((r for r in (red.reaching(f) for f in users) if r is not None), None)
+        groups = groups_only(ctx, users)
         candidates.append(_Candidate(op, i, fn, in_macro, reaching, own, expr, what, replacement, where,
                                      # without a warp operation a group of 32 threads is right on AMD too:
                                      # still shown, as the code may mean a warp, but never patched
-                                     ("high" if (direct or block) else "medium") if warp_fed else "low", lo))
+                                     ("high" if (direct or block) else "medium") if warp_fed else "low", lo,
+                                     groups=groups))
     _unproven_lose_patches(ctx, candidates, warp_fns)
     ctx._lane_ids = candidates
     for c in candidates:
@@ -135,6 +138,12 @@ def check(ctx: Context) -> None:
                    f"reduction and its other ids" if whole else f"; no patch: it belongs with the 32-lane shuffle reduction of line {line}, "
                    f"which is right on a 64-lane wavefront with ids of 32, and not every piece can be rewritten "
                    f"(change them together or not at all)")
+        if c.groups and c.reaching is None:
+            ctx.report(RULE, c.op, f"`{c.expr}` numbers groups of 32 threads; nothing in this kernel counts a "
+                       f"warp's lanes (no shuffle, vote or `warpSize`), so each group stays in lockstep inside a "
+                       f"64-lane wavefront and the code is right on AMD as written", confidence=c.confidence,
+                       subject=ctx.text[c.op].decode() + " " + ctx.text[c.lit].decode(), severity="info")
+            continue
         advice = f"`{c.replacement.split()[0]} warpSize`" if edits or c.where is None else \
             "a warp size chosen at compile time (a template parameter)"
         said = f"`{c.expr}` computes a {c.what} for 32-lane warps; use {advice}{why}"
@@ -167,6 +176,21 @@ class _Candidate:
     confidence: str
     lo: int = -1          # first token of the operand
     proof: str = ""       # why it numbers lanes or warps, or "" (lane_uses.py)
+    groups: bool = False  # every function using it shares work in groups of 32 threads (thread_groups.py)
+
+
+def _reduction_follows(ctx: Context, red: Reductions, fn, name: bytes) -> bool:
+    """No 16..1 shuffle reduction reaches ``fn``, or the one that does counts its offsets with the constant
+    ``name`` itself (`o = WARP_SIZE >> 1`) beside a reduction over the hardware's lanes: then defining the
+    constant as `warpSize` moves the offsets and the ids together, and ends the mix of widths."""
+    at = red.reaching(fn)
+    return at is None or (ctx.text[at] == name and bool(red.ids(fn).hardware))
+
+
+def groups_only(ctx: Context, users: list) -> bool:
+    """Every one of ``users`` (functions) is one whose ids of 32 are groups of 32 threads, and there is one."""
+    free = group_only(ctx)
+    return bool(users) and all(f is not None and f.body[0] in free for f in users)
 
 
 def _unproven_lose_patches(ctx: Context, candidates: list[_Candidate], warp_fns: set[int]) -> None:
@@ -295,6 +319,16 @@ def _check_last_lane(ctx: Context) -> None:
         if not any(ctx.kinds[k] == IDENT and LANE_NAME.match(ctx.text[k]) for k in range(lo, op)):
             continue
         expr = ctx.span_text(lo, i + 1).decode("latin-1")
+        fn = ctx.function_at(i)
+        if fn is not None and Reductions.of(ctx).reaching(fn) is not None \
+                and ctx.text[lo] in group_lanes(ctx, Reductions.of(ctx), fn) and ctx.next_code(lo) == op:
+            continue  # a logical warp of 32 throughout: its reduction's finding says so (warp_loops.py)
+        if groups_only(ctx, [fn]):
+            ctx.report(RULE, i, f"`{expr}` takes the last thread of a group of 32; nothing in this kernel counts a "
+                       f"warp's lanes (no shuffle, vote or `warpSize`), so the groups are right on a 64-lane "
+                       f"wavefront as written", confidence="medium", severity="info",
+                       subject=f"{ctx.text[op].decode()} {ctx.text[i].decode()}")
+            continue
         ctx.report(RULE, i, f"`{expr}` takes lane 31 for the last lane of the warp; on a 64-lane wavefront the last "
                    f"lane is 63 (compare with `{new}`)", edits=[ctx.edit(i, new)], confidence="medium",
                    subject=f"{ctx.text[op].decode()} {ctx.text[i].decode()}")
@@ -386,9 +420,16 @@ def _check_constants(ctx: Context) -> None:
         # lanes while the offsets still count 32 (reductions.py), so the constant stays with them.
         red = Reductions.of(ctx)
         fixable = bool(uses) and all(ctx.device[k] and const_context(ctx, k) is None
-                                     and red.reaching(ctx.function_at(k)) is None for k in uses)
+                                     and _reduction_follows(ctx, red, ctx.function_at(k), name) for k in uses)
         edits = [ctx.edit(vals[0], "warpSize")] if fixable else []
         ctx.warp_constants.setdefault(name, ctx.lines.line_col(ctx.starts[vals[0]])[0])
+        device_users = [ctx.function_at(k) for k in uses if ctx.device[k]]
+        if groups_only(ctx, device_users):
+            ctx.report(RULE, vals[0], f"`{name.decode()}` is 32 and every kernel here uses it for groups of 32 "
+                       f"threads with no shuffle, vote or `warpSize`: right on a 64-lane wavefront as written "
+                       f"(make it `warpSize` only if warp operations come to use it)", subject=name.decode(),
+                       confidence="medium", severity="info")
+            continue
         how = "define it as `warpSize`" if fixable else \
             "it is used where a constant is needed, so make the warp size a template parameter or size for 64"
         ctx.report(RULE, vals[0], f"`{name.decode()}` is defined as 32; every lane and warp computed from it assumes "
@@ -415,6 +456,12 @@ def _check_constants(ctx: Context) -> None:
             uses = [k for k in ctx.positions(name) if k != i and not ctx.in_directive[k]]
             if not uses and not _is_header(ctx.path):
                 continue  # nothing in this file computes with it (its uses were patched to `warpSize`)
+            if groups_only(ctx, [ctx.function_at(k) for k in uses if ctx.device[k]]):
+                ctx.report(RULE, v, f"`{name.decode()}` is 32 and every kernel here uses it for groups of 32 "
+                           f"threads with no shuffle, vote or `warpSize`: right on a 64-lane wavefront as written "
+                           f"(make it `warpSize` only if warp operations come to use it)", subject=name.decode(),
+                           confidence="medium", severity="info")
+                continue
             edits = namespace_constant_edits(ctx, i, uses)
             how = "its uses in device code read `warpSize` with the patch" if edits else \
                 "make the warp size a template parameter chosen on the host"
@@ -616,9 +663,12 @@ def _report_uses(ctx: Context, name: bytes, definition: int | None, where: range
         line = ctx.lines.line_col(ctx.starts[k])[0]
         if line in flagged:
             continue
+        if groups_only(ctx, [ctx.function_at(k)]):
+            continue  # groups of 32 threads, right on AMD: the constant's own line says so once
         flagged.add(line)
-        reduction = Reductions.of(ctx).reaching(ctx.function_at(k))
-        if reduction is not None:
+        user = ctx.function_at(k)
+        reduction = Reductions.of(ctx).reaching(user)
+        if reduction is not None and not Reductions.of(ctx).ids(user).hardware:
             # With a 32-lane shuffle reduction the ids of 32 are what keeps it right on 64 lanes (reductions.py).
             red_line = ctx.lines.line_col(ctx.starts[reduction])[0]
             ctx.report(RULE, k, f"`{name.decode()}` (32, {place}) used as the warp size here, with the "

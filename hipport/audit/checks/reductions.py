@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from hipport.audit.checks.common import SHUFFLES, WARP_OPS, operand_before, thread_derived, user_defined
+from hipport.audit.checks.common import (SHUFFLES, WARP_OPS, operand_before, statement_end, statement_start,
+                                         thread_derived, user_defined)
 from hipport.audit.checks.context import COMMENT, IDENT, LITERAL, THREAD_INDEX, Context, int_value
 
 OFFSET_SHUFFLES = {b"__shfl_down_sync", b"__shfl_xor_sync", b"__shfl_up_sync", b"__shfl_down", b"__shfl_xor",
@@ -48,6 +49,35 @@ def loop_offsets_32(ctx: Context, cond: tuple[int, int], init: tuple[int, int], 
         v, op = int_value(ctx.text[k]), ctx.t(ctx.prev_code(k))
         if (v == 32 and op in (b"<", b"!=")) or (v == 16 and op == b"<="):
             return k
+    return _named_offsets_32(ctx, cond, init, incr_text)
+
+
+def _named_offsets_32(ctx: Context, cond: tuple[int, int], init: tuple[int, int], incr_text: bytes) -> int | None:
+    """The same loop written with the project's own constant of 32 (`o = WARP_SIZE / 2; o > 0; o /= 2`, `o < W`
+    with `#define W 32`, bm3d's `#define warpSize 32`): the constant's token, or None. HIP's own `warpSize` is
+    not one (its loop counts the hardware's lanes)."""
+    def named_32(first: int, last: int) -> int | None:
+        code = [k for k in range(first, last) if ctx.kinds[k] != COMMENT and ctx.text[k] not in (b"(", b")")]
+        names = [k for k in code if ctx.kinds[k] == IDENT]
+        if len(names) != 1 or not value_is_32(ctx, ctx.text[names[0]]):
+            return None
+        if ctx.text[names[0]] == b"warpSize" and b"warpSize" not in ctx.macros \
+                and b"warpSize" not in ctx.header_constants:
+            return None
+        return names[0]
+
+    if any(x in incr_text for x in _HALVING):
+        eq = next((k for k in range(*init) if ctx.text[k] == b"="), None)
+        if eq is None:
+            return None
+        rest = b"".join(ctx.text[k] for k in range(eq + 1, init[1]) if ctx.kinds[k] not in (COMMENT, IDENT))
+        if rest.replace(b"(", b"").replace(b")", b"") in (b"/2", b">>1"):
+            return named_32(eq + 1, init[1])
+        return None
+    if any(x in incr_text for x in _DOUBLING):
+        ops = [k for k in range(*cond) if ctx.text[k] in (b"<", b"!=")]
+        if len(ops) == 1:
+            return named_32(ops[0] + 1, cond[1])
     return None
 
 
@@ -98,6 +128,7 @@ class Reductions:
         self._groups: dict[int, list] = {}
         self._group_ids: dict[int, Ids] = {}
         self._rank = {id(fn): k for k, fn in enumerate(ctx.functions)}
+        self._callees: dict[int, list] | None = None
 
     @classmethod
     def of(cls, ctx: Context) -> Reductions:
@@ -164,8 +195,32 @@ class Reductions:
             found.fixed += self._ids[f.body[0]].fixed
             found.named += self._ids[f.body[0]].named
             found.hardware += self._ids[f.body[0]].hardware
+        # A caller that also runs a reduction over the hardware's lanes (`warp_sum` from `warpSize / 2` beside
+        # this one from 16) mixes the widths: its ids are not one logical warp of 32.
+        members = {id(f) for f in self.group(fn)}
+        for f in self.group(fn):
+            for other in self._called_by(f):
+                if id(other) in members or not other.device:
+                    continue
+                if other.body[0] not in self._ids:
+                    self._ids[other.body[0]] = _ids_in(self.ctx, other)
+                found.hardware += self._ids[other.body[0]].hardware
         self._group_ids[fn.body[0]] = found
         return found
+
+    def _called_by(self, fn) -> list:
+        """The file's functions that ``fn`` calls (the map is made once a file, from the names' positions)."""
+        if self._callees is None:
+            ctx = self.ctx
+            self._callees = {}
+            for other in ctx.functions:
+                for k in ctx.positions(ctx.text[other.name_index]):
+                    if k != other.name_index and ctx.is_call(k):
+                        for holder in ctx.functions_holding(k):
+                            found = self._callees.setdefault(holder.body[0], [])
+                            if other not in found:
+                                found.append(other)
+        return self._callees.get(fn.body[0], [])
 
     def lines(self, tokens: list[int]) -> str:
         ctx = self.ctx
@@ -198,6 +253,55 @@ def split_for(ctx: Context, i: int):
                 body_end = ctx.match(body_end)
             body_end += 1
     return (p + 1, semis[0]), (semis[0] + 1, semis[1]), (semis[1] + 1, close), (body_start, body_end)
+
+
+def hip_warp_size(ctx: Context) -> bool:
+    """`warpSize` here is HIP's (the hardware's width), not a project's `#define warpSize 32` or constant."""
+    return b"warpSize" not in ctx.macros and b"warpSize" not in ctx.header_constants and not any(
+        ctx.is_decl_name(k) for k in ctx.positions(b"warpSize"))
+
+
+def group_lanes(ctx: Context, red: "Reductions", fn) -> set[bytes]:
+    """In a function whose lane and warp ids all count 32 (`lane = tid % 32`, `& 31`, a constant of 32; none by
+    the hardware), the variables holding such a lane: numbers 0..31 inside a group of 32 threads on any
+    wavefront. Empty for a function with a hardware id, whose lanes run to 63."""
+    if fn is None:
+        return set()
+    ids = red.ids(fn)
+    if not ids.fixed or ids.hardware:
+        return set()
+    names: set[bytes] = set()
+    for k in ids.fixed:
+        if ctx.text[k] not in (b"%", b"&"):
+            continue
+        first = statement_start(ctx, k)
+        for m in range(first, k):
+            nxt = ctx.next_code(m)
+            if ctx.kinds[m] == IDENT and ctx.t(nxt) in (b"=", b"(", b"{") and (ctx.t(nxt) == b"=" or
+                                                                               ctx.match(nxt) > k):
+                names.add(ctx.text[m])
+                break
+    return names
+
+
+def guarded_by_lane(ctx: Context, call: int, lanes: set[bytes]) -> bool:
+    """`__shfl_up(v, d)` whose result is only taken where `lane >= d`, ``lane`` one of ``lanes``: the lanes that
+    would read from the group below (or from another group of 32 on a 64-lane wavefront) never use what they
+    read, so the scan stays inside each group."""
+    args = ctx.call_args(call)
+    vi = SHUFFLES.get(ctx.text[call])
+    if not lanes or not args or vi is None or len(args) <= vi + 1:
+        return False
+    offset = ctx.span_text(*args[vi + 1]).strip()
+    fn = ctx.function_at(call)
+    if fn is None or not offset:
+        return False
+    for k in range(call, fn.body[1]):
+        if ctx.text[k] == b">=" and ctx.text[ctx.prev_code(k)] in lanes:
+            r = ctx.next_code(k)
+            if ctx.span_text(r, statement_end(ctx, r)).strip().split(b")")[0].strip() == offset:
+                return True
+    return False
 
 
 def _for_offsets(ctx: Context, i: int) -> int | None:
@@ -244,6 +348,11 @@ def _ids_in(ctx: Context, fn) -> Ids:
                 end += 1
             continue
         if t == b"__lane_id" and ctx.is_call(k):
+            found.hardware.append(k)
+            continue
+        if t == b"warpSize" and hip_warp_size(ctx) and ctx.t(ctx.prev_code(k)) not in (b"%", b"&", b"("):
+            # HIP's width anywhere else (a reduction from `warpSize / 2`, a loop to it): the function counts the
+            # hardware's lanes too, so its ids of 32 are not one logical warp of 32 throughout
             found.hardware.append(k)
             continue
         if t not in (b"%", b"/", b"&", b">>"):
@@ -298,4 +407,5 @@ def uses_warp_ops(ctx: Context) -> set[int]:
     return direct
 
 
-__all__ = ["Ids", "OFFSET_SHUFFLES", "Reductions", "loop_offsets_32", "uses_warp_ops", "value_is_32", "IDENT"]
+__all__ = ["Ids", "OFFSET_SHUFFLES", "Reductions", "group_lanes", "guarded_by_lane", "loop_offsets_32",
+           "uses_warp_ops", "value_is_32", "IDENT"]

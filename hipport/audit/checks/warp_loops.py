@@ -15,7 +15,7 @@ from hipport.audit.checks.common import (
 )
 from hipport.audit.checks.context import COMMENT, IDENT, LITERAL, Context, int_value
 from hipport.audit.checks.lane_math import group_edits
-from hipport.audit.checks.reductions import Reductions, loop_offsets_32, split_for
+from hipport.audit.checks.reductions import Reductions, group_lanes, guarded_by_lane, loop_offsets_32, split_for
 from hipport.semantic import load_semantic
 
 RULE = "warp-loop-32"
@@ -202,7 +202,8 @@ def _kept_halves(ctx: Context, red: Reductions, k: int, what: str, calls: list[i
         if not args or value_index is None or len(args) != value_index + 2:
             continue
         missing.append(c)
-        if ctx.text[c] not in (b"__shfl_down_sync", b"__shfl_xor_sync", b"__shfl_down", b"__shfl_xor"):
+        if ctx.text[c] not in (b"__shfl_down_sync", b"__shfl_xor_sync", b"__shfl_down", b"__shfl_xor") \
+                and not guarded_by_lane(ctx, c, group_lanes(ctx, red, fn)):
             crossing.append(c)
     if not missing:
         return True
@@ -359,10 +360,19 @@ def _check_lane_arrays(ctx: Context) -> None:
                 e = ctx.match(e) + 1
             if ctx.t(e) != b"=" or len(subs) != len(dims):
                 continue
+            lanes_32 = group_lanes(ctx, Reductions.of(ctx), fn) if fn is not None else set()
             for d, (a, z) in zip(dims, subs):
-                if d is not None and is_lane_like(ctx, a, z):
+                if d is not None and is_lane_like(ctx, a, z) and not _group_lane_only(ctx, a, z, lanes_32):
                     ctx.report(RULE, d, f"`{name.decode()}` has a dimension of 32 written per lane "
                                f"(`{ctx.span_text(m, e).decode()}`), and a 64-lane wavefront has lanes up "
                                f"to 63 (size it 64)", edits=[ctx.edit(d, "64")], subject="[32]")
                     done = True
                     break
+
+
+def _group_lane_only(ctx: Context, first: int, last: int, lanes: set[bytes]) -> bool:
+    """The subscript is a lane of a group of 32 (`sums[laneid]`, `laneid = tid % 32` in a function whose ids all
+    count 32): it stays below 32 on a 64-lane wavefront too, so 32 slots are enough."""
+    code = [k for k in range(first, last) if ctx.kinds[k] != COMMENT]
+    return len(code) == 1 and ctx.text[code[0]] in lanes
+
