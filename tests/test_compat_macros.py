@@ -62,3 +62,23 @@ def test_a_header_sees_the_compat_macros_its_includers_define_before_it(tmp_path
     assert "warp-mask-32bit" not in rules()
     (tmp_path / "other.cu").write_text('#include "k.cuh"\n')   # one includer without the macro: the mask counts
     assert "warp-mask-32bit" in rules()
+
+
+def test_a_mapping_two_includes_down_silences_the_mask(tmp_path):
+    """ggml's layout: `argmax.cu` includes `common.cuh`, which includes `vendors/hip.h` under the project's switch;
+    the mask-free mapping there is what the AMD build compiles (31 false errors on ggml before)."""
+    from hipport.audit import AuditOptions
+    (tmp_path / "vendors").mkdir()
+    (tmp_path / "vendors" / "hip.h").write_text(
+        "#pragma once\n#define __shfl_xor_sync(mask, var, laneMask, width) __shfl_xor(var, laneMask, width)\n")
+    (tmp_path / "common.cuh").write_text('#pragma once\n#if defined(PROJ_USE_HIP)\n#include "vendors/hip.h"\n'
+                                         "#else\n#include <cuda_runtime.h>\n#endif\n")
+    src = (b'#include "common.cuh"\n__device__ float f(float v) {\n'
+           b"  return __shfl_xor_sync(0xffffffff, v, 1, 32);\n}\n")
+    (tmp_path / "k.cu").write_bytes(src)
+    hip = [f.rule_id for f in audit_source(src, str(tmp_path / "k.cu"), AuditOptions(defines=("PROJ_USE_HIP",)))]
+    assert "warp-mask-32bit" not in hip
+    # the look-alike: the same tree whose vendor header maps no `*_sync` name keeps the finding
+    (tmp_path / "vendors" / "hip.h").write_text("#pragma once\n#define PROJ_SHFL 1\n")
+    plain = [f.rule_id for f in audit_source(src, str(tmp_path / "k.cu"), AuditOptions(defines=("PROJ_USE_HIP",)))]
+    assert "warp-mask-32bit" in plain

@@ -35,23 +35,44 @@ def mask_dropping(src: bytes) -> frozenset[bytes]:
 
 
 @lru_cache(maxsize=512)
-def _of_header(path: str, mtime_ns: int, size: int, known: tuple) -> frozenset[bytes]:
+def _of_header(path: str, mtime_ns: int, size: int, known: tuple) -> tuple[frozenset[bytes], tuple[str, ...]]:
+    """The header's mask-dropping names and the quoted includes its AMD view keeps (resolved beside it)."""
     try:
         with open(path, "rb") as fh:
             src = fh.read(2_000_000)
     except OSError:
-        return frozenset()
-    return mask_dropping(amd_view.view(src, dict(known)))
+        return frozenset(), ()
+    view = amd_view.view(src, dict(known))
+    here = os.path.dirname(path)
+    nested = tuple(os.path.normpath(os.path.join(here, m.group(1).decode("utf-8", "replace")))
+                   for m in _INCLUDE.finditer(view))
+    return mask_dropping(view), nested
+
+
+# ggml's `argmax.cu` -> `common.cuh` -> `vendors/hip.h`: the mapping sits two includes down.
+_MAX_DEPTH = 4
 
 
 def _header_names(headers, known) -> set[bytes]:
-    names = set()
-    for header in headers:
-        try:
-            st = os.stat(header)
-        except OSError:
-            continue
-        names |= _of_header(header, st.st_mtime_ns, st.st_size, known)
+    names: set[bytes] = set()
+    seen: set[str] = set()
+    level = list(headers)
+    for _ in range(_MAX_DEPTH):
+        following = []
+        for header in level:
+            if header in seen:
+                continue
+            seen.add(header)
+            try:
+                st = os.stat(header)
+            except OSError:
+                continue
+            found, nested = _of_header(header, st.st_mtime_ns, st.st_size, known)
+            names |= found
+            following.extend(nested)
+        level = following
+        if not level:
+            break
     return names
 
 
