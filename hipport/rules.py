@@ -258,6 +258,8 @@ def _load_headers_file(path: Path, data: dict, rules: RuleSet) -> None:
 
 
 OVERRIDE_KEYS = frozenset({"hip", "source", "why"})
+# `family`: a name HIPIFY's tables lack altogether (CUDA's `nv_bfloat16` typedef), added to that family.
+OVERRIDE_OPTIONAL = frozenset({"family"})
 
 
 def _load_overrides(path: Path, data: dict, rules: RuleSet) -> None:
@@ -265,12 +267,22 @@ def _load_overrides(path: Path, data: dict, rules: RuleSet) -> None:
     replaces the HIP name HIPIFY's tables give a CUDA name (family, section and versions stay). Loaded after the
     tables; an imported hipify-perl that repeats HIPIFY's name does not undo it, a --rules folder does."""
     for cuda, entry in _section(path, data, "names").items():
-        if not isinstance(entry, dict) or set(entry) - OVERRIDE_KEYS or not all(
-                isinstance(entry.get(k), str) and entry[k] for k in OVERRIDE_KEYS):
-            raise RuleError(f"{path}: entry `{cuda}` needs exactly `hip`, `source` and `why`, non-empty strings")
+        if not isinstance(entry, dict) or set(entry) - OVERRIDE_KEYS - OVERRIDE_OPTIONAL or not all(
+                isinstance(entry.get(k), str) and entry[k] for k in OVERRIDE_KEYS | (set(entry) & OVERRIDE_OPTIONAL)):
+            raise RuleError(f"{path}: entry `{cuda}` needs exactly `hip`, `source` and `why` (and, for a name no "
+                            f"mapping table has, `family`), non-empty strings")
         old = rules.names.get(cuda)
+        if old is None and "family" in entry:
+            families = {r.family for r in rules.names.values()}
+            if entry["family"] not in families:
+                raise RuleError(f"{path}: entry `{cuda}` names family `{entry['family']}`, which no mapping table "
+                                f"has (one of: {', '.join(sorted(families))})")
+            old = NameRule(cuda, entry["family"], None, None, "hipport's own (rules/overrides.toml)", {})
+        elif "family" in entry:
+            raise RuleError(f"{path}: entry `{cuda}` has `family`, but a mapping table has the name already: drop it")
         if old is None:
-            raise RuleError(f"{path}: entry `{cuda}` overrides a name no mapping table has")
+            raise RuleError(f"{path}: entry `{cuda}` overrides a name no mapping table has (give its `family` to "
+                            f"add it)")
         rules.overrides[cuda] = (old.hip, entry["why"])
         rules.names[cuda] = NameRule(cuda, old.family, entry["hip"], old.roc, old.section, old.versions)
 

@@ -483,7 +483,8 @@ def _show_name(src: _Sources, rule: NameRule, semantic: list[str]) -> None:
         echo(f"  HIP:          {rule.hip}" + (f"  ({hip_v})" if hip_v else ""))
         if rule.cuda in rules.overrides and rules.overrides[rule.cuda][0] != rule.hip:
             hipify, why = rules.overrides[rule.cuda]
-            echo(f"                not HIPIFY's {hipify or 'none'} (rules/overrides.toml): {why}")
+            echo(f"                not HIPIFY's {hipify} (rules/overrides.toml): {why}" if hipify else
+                 f"                a name HIPIFY's tables lack (rules/overrides.toml): {why}")
         if note:
             echo(f"                not renamed without --roc: {note}")
     elif semantic:
