@@ -23,6 +23,7 @@ def rewrite_conditions(conv: "ConversionContext") -> None:
     for d in conv.structure.directives:
         if d.name not in _CONDITIONS:
             continue
+        compared = _compared(conv, d)
         for k in range(d.first + 2, d.last):
             if tokens.kinds[k] != IDENT:
                 continue
@@ -37,7 +38,13 @@ def rewrite_conditions(conv: "ConversionContext") -> None:
                 conv.convert(tokens.starts[k], tokens.ends[k], sem.guards[name].encode(), name, "macro")
                 continue
             presence = d.name in _PRESENCE_DIRECTIVES or _inside_defined(tokens, k, d.first + 2)
-            if presence and name in sem.device_pass:
+            if presence and name in sem.device_pass and name in compared:
+                # `defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 600`: one test of an NVIDIA architecture. Renaming
+                # only the presence makes the AMD device pass compare 0 (`< 600` holds) and take the old-GPU
+                # branch (a second `atomicAdd(double*)`, an `assert(false)`); as written it is false on AMD,
+                # like the host pass, and the comparison is reported.
+                conv.claimed.add(k)
+            elif presence and name in sem.device_pass:
                 conv.claimed.add(k)
                 conv.convert(tokens.starts[k], tokens.ends[k], sem.device_pass[name].encode(), name, "macro")
             elif not presence and name in sem.version_macros:
@@ -46,6 +53,20 @@ def rewrite_conditions(conv: "ConversionContext") -> None:
                     continue  # the project's switches decide this test for AMD whatever the macro's value
                 conv.finding("cuda-version-macro", "warning", tokens.starts[k],
                              f"`{name}` in a condition: {sem.version_macros[name]}", subject=name)
+
+
+def _compared(conv: "ConversionContext", d) -> set[str]:
+    """The device-pass macros directive ``d`` also uses as a number (`__CUDA_ARCH__ < 600`)."""
+    if d.name in _PRESENCE_DIRECTIVES:
+        return set()
+    tokens, sem = conv.tokens, conv.semantic
+    out = set()
+    for k in range(d.first + 2, d.last):
+        if tokens.kinds[k] == IDENT:
+            name = tokens.text(k).decode("latin-1")
+            if name in sem.device_pass and not _inside_defined(tokens, k, d.first + 2):
+                out.add(name)
+    return out
 
 
 def _inside_defined(tokens, k: int, first: int) -> bool:
