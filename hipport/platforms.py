@@ -629,12 +629,12 @@ class TreeFacts:
     its content: it is part of the conversion options, which key the result cache."""
 
     __slots__ = ("other_platform", "inherited", "macros", "compat_macros", "compat_functions", "amd_only",
-                 "hip_build", "context", "_digest")
+                 "hip_build", "context", "counterparts", "_digest")
 
     def __init__(self, other_platform: dict | None = None, inherited: dict | None = None,
                  macros: frozenset = frozenset(), compat_macros: frozenset = frozenset(),
                  compat_functions: frozenset = frozenset(), amd_only: dict | None = None,
-                 hip_build: str = "", context: frozenset = frozenset()) -> None:
+                 hip_build: str = "", context: frozenset = frozenset(), counterparts: dict | None = None) -> None:
         # file (absolute, normalised) -> why it is the other platform's: only the other platform's branches include it
         self.other_platform = dict(other_platform or {})
         # file -> why it builds for both platforms although it has no HIP path of its own: a file that has one
@@ -653,12 +653,15 @@ class TreeFacts:
         self.hip_build = hip_build
         # files of the part of the tree that builds for AMD already (`tree_facts`)
         self.context = frozenset(context)
+        # a macro the tree defines only for NVIDIA -> the same macro's AMD spelling beside it (cm's utils.h:
+        # `CUDA_CHECK_RETURN` under `#if defined(__CUDACC__)`, `HIP_CHECK_RETURN` under `#if defined(__HIPCC__)`)
+        self.counterparts = dict(counterparts or {})
         import hashlib
 
         h = hashlib.sha256(repr((sorted(self.other_platform.items()), sorted(self.inherited.items()),
                                  sorted(self.macros), sorted(self.compat_macros),
                                  sorted(self.compat_functions), sorted(self.amd_only.items()),
-                                 self.hip_build, sorted(self.context))).encode())
+                                 self.hip_build, sorted(self.context), sorted(self.counterparts.items()))).encode())
         self._digest = h.hexdigest()[:16]
 
     def __repr__(self) -> str:
@@ -672,7 +675,7 @@ class TreeFacts:
 
     def __reduce__(self):
         return (TreeFacts, (self.other_platform, self.inherited, self.macros, self.compat_macros,
-                            self.compat_functions, self.amd_only, self.hip_build, self.context))
+                            self.compat_functions, self.amd_only, self.hip_build, self.context, self.counterparts))
 
     def in_context(self, path: str) -> bool:
         """``path`` is in the part of the tree that builds for AMD already."""
@@ -694,6 +697,7 @@ class _TreeFile:
     functions: frozenset
     amd: dict = field(default_factory=dict)  # header -> why: included on a branch only the AMD build compiles
     amd_region: bool = False                 # it has a branch only the AMD build compiles
+    counterparts: dict = field(default_factory=dict)  # NVIDIA-only macro -> its AMD spelling (`_counterparts`)
 
 
 def _read_tree_file(path: str, macros_of_interest: frozenset, defined: set) -> _TreeFile | None:
@@ -733,7 +737,50 @@ def _read_tree_file(path: str, macros_of_interest: frozenset, defined: set) -> _
     if own_path:  # the project's compatibility layer: what it defines
         own = own_facts(src, lines, branches)
         macros, functions = own.macros, own.functions
-    return _TreeFile(live, dead, own_path, macros, functions, amd, bool(branches.amd))
+    return _TreeFile(live, dead, own_path, macros, functions, amd, bool(branches.amd),
+                     _counterparts(lines, branches) if branches.amd else {})
+
+
+_MACRO_HEAD = re.compile(r"^([A-Za-z_]\w*)(\([^)]*\))?")
+_CUDA_WORD = re.compile(r"CUDA|Cuda|cuda")
+_HIP_WORD = {"CUDA": "HIP", "Cuda": "Hip", "cuda": "hip"}
+
+
+# `#if defined(__CUDACC__)`, `#ifdef __NVCC__`: a branch only nvcc compiles (hipcc defines neither).
+_NVCC_ONLY = re.compile(r"^\s*(?:defined\s*\(?\s*)?(?:__CUDACC__|__NVCC__)\b\s*\)?\s*$")
+
+
+def _counterparts(lines: list, branches) -> dict:
+    """Macros this file defines only on the other platform's branches (or under a bare test of nvcc's own macro)
+    whose HIP spelling (`CUDA` -> `HIP`) it defines on an AMD branch with the same parameters: the project's own
+    pair, one per platform."""
+    other, amd = {}, {}
+    stack: list[str] = []  # the condition of each open block's current branch, as written ("" for an `#else`)
+    for ln in lines:
+        if ln.kind in ("if", "ifdef"):
+            stack.append(ln.text)
+        elif ln.kind == "ifndef":
+            stack.append("")
+        elif ln.kind in ("elif", "else") and stack:
+            stack[-1] = ln.text if ln.kind == "elif" else ""
+        elif ln.kind == "endif" and stack:
+            stack.pop()
+        if ln.kind != "define":
+            continue
+        m = _MACRO_HEAD.match(ln.text)
+        if m is None:
+            continue
+        params = (m.group(2) or "").replace(" ", "")
+        if branches.in_other(ln.start) or (stack and _NVCC_ONLY.match(stack[-1])):
+            other.setdefault(m.group(1), params)
+        elif branches.in_amd(ln.start):
+            amd.setdefault(m.group(1), params)
+    out = {}
+    for name, params in other.items():
+        hip = _CUDA_WORD.sub(lambda w: _HIP_WORD[w.group()], name)
+        if hip != name and hip not in other and amd.get(hip) == params and name not in amd:
+            out[name] = hip
+    return out
 
 
 def tree_facts(paths: list, macros_of_interest: frozenset = frozenset()) -> TreeFacts:
@@ -812,14 +859,17 @@ def tree_facts(paths: list, macros_of_interest: frozenset = frozenset()) -> Tree
     context = _closure(context, lambda p: (h for h in files[p].live if h in files and h not in other) if p in files
                        else ())
     compat_macros, compat_functions = set(), set()
+    counterparts: dict[str, str] = {}
     for f in files.values():
+        for name, hip in f.counterparts.items():
+            counterparts.setdefault(name, hip)
         if f.own_path:
             compat_macros |= f.macros
             compat_functions |= f.functions
     keep = set(sources)
     return TreeFacts({p: w for p, w in other.items() if p in keep}, {p: w for p, w in inherited.items() if p in keep},
                      frozenset(defined), frozenset(compat_macros), frozenset(compat_functions),
-                     {p: w for p, w in amd_only.items() if p in keep}, "", frozenset(context & keep))
+                     {p: w for p, w in amd_only.items() if p in keep}, "", frozenset(context & keep), counterparts)
 
 
 def _closure(seeds: set, neighbours) -> set:

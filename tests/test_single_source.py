@@ -325,3 +325,47 @@ def test_a_converted_error_checking_header_is_not_taken_for_a_compat_layer(tmp_p
     assert "cudaGetLastError" not in (tmp_path / "a_utils.h").read_text()
     again = hipport("convert", tmp_path, "--rocm-version", "7.2", "--check")
     assert again.returncode == 0, again.stdout + again.stderr
+
+
+UTILS_PAIR = """#pragma once
+#include <cstdio>
+#include <cstdlib>
+#if defined(__CUDACC__)
+#define CUDA_CHECK_RETURN(value) { cudaError_t s = value; if (s != cudaSuccess) { \\
+    fprintf(stderr, "%s\\n", cudaGetErrorString(s)); exit(1); } }
+#endif
+#if defined(__HIPCC__)
+#define HIP_CHECK_RETURN(value) { hipError_t s = value; if (s != hipSuccess) { \\
+    fprintf(stderr, "%s\\n", hipGetErrorString(s)); exit(1); } }
+#endif
+"""
+USES_PAIR = '#include "utils.h"\nvoid alloc(float **p) { CUDA_CHECK_RETURN(cudaMalloc((void **)p, 64)); }\n'
+
+
+def test_a_cuda_only_file_calls_the_projects_own_amd_spelling_of_a_macro(tmp_path):
+    """HeCBench cm: the header defines its error check once per platform; the header is left as it is (its nvcc
+    branch is the other platform's), so the ported file calls the AMD spelling, which the AMD build defines."""
+    (tmp_path / "utils.h").write_text(UTILS_PAIR)
+    (tmp_path / "process.cu").write_text(USES_PAIR)
+    r = hipport("convert", tmp_path, "--rocm-version", "7.2", "-q", "--no-cache")
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "utils.h").read_text() == UTILS_PAIR
+    assert (tmp_path / "process.cu").read_text() == "#include <hip/hip_runtime.h>\n" + USES_PAIR.replace(
+        "CUDA_CHECK_RETURN(cudaMalloc", "HIP_CHECK_RETURN(hipMalloc")
+    again = hipport("convert", tmp_path, "--rocm-version", "7.2", "--check", "--no-cache")
+    assert again.returncode == 0, again.stdout + again.stderr
+    built = real_compile(tmp_path / "process.cu", "7.2", REAL_ARCHS)
+    assert built.returncode == 0, built.stderr[-3000:]
+
+
+@pytest.mark.parametrize("utils", [
+    UTILS_PAIR.replace("HIP_CHECK_RETURN(value)", "HIP_CHECK_RETURN(value, what)"),  # other parameters: no pair
+    UTILS_PAIR.replace("#if defined(__CUDACC__)\n", "#if 1\n"),                      # defined for both builds
+    UTILS_PAIR.replace("HIP_CHECK_RETURN", "HIP_CHECK"),                              # no HIP spelling of the name
+], ids=["other-parameters", "both-builds", "another-name"])
+def test_a_macro_without_an_amd_counterpart_is_left_to_the_user(tmp_path, utils):
+    (tmp_path / "utils.h").write_text(utils)
+    (tmp_path / "process.cu").write_text(USES_PAIR)
+    r = hipport("convert", tmp_path, "--rocm-version", "7.2", "-q", "--no-cache")
+    assert r.returncode == 0, r.stderr
+    assert "CUDA_CHECK_RETURN(hipMalloc" in (tmp_path / "process.cu").read_text()

@@ -377,7 +377,8 @@ def _tree_facts(sources):
                 continue
             if why:
                 return TreeFacts(facts.other_platform, facts.inherited, facts.macros, facts.compat_macros,
-                                 facts.compat_functions, facts.amd_only, f"`{show(s.rel)}`: {why}", facts.context)
+                                 facts.compat_functions, facts.amd_only, f"`{show(s.rel)}`: {why}", facts.context,
+                                 facts.counterparts)
     return facts
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from hipport.convert.brace_assign import bf16_zero_braces, typed_empty_braces
 from hipport.convert.callsites import rewrite_calls
+from hipport.convert.counterparts import use_counterparts
 from hipport.convert.cpp_compat import drop_register
 from hipport.convert.device_launch import report_device_launches
 from hipport.convert.dim3 import make_uint3_to_dim3
@@ -57,6 +58,7 @@ def run_passes(ctx: ConversionContext) -> FileResult:
     if ctx.options.launch_syntax == "hip":
         rewrite_launches(ctx)
     add_shims(ctx)  # before the runtime include: an insertion made earlier lands later at the same offset
+    use_counterparts(ctx)  # before the renames: the project's AMD spelling of its own macro, not a CUDA name
     rename_identifiers(ctx)
     rewrite_includes(ctx)
     insert_runtime_include(ctx)
