@@ -178,7 +178,8 @@ def test_version_comparisons_are_reported_not_rewritten(conv):
     # the presence test beside a comparison of the same macro stays: renamed alone, the AMD device pass would
     # compare 0 and take the branch written for old NVIDIA GPUs (HeCBench attention-paged's `assert(false)`)
     assert result.after.decode() == src.replace("#ifndef __CUDA_ARCH__", "#ifndef __HIP_DEVICE_COMPILE__")
-    assert [(f.rule_id, f.line) for f in result.findings] == [("cuda-version-macro", 1), ("cuda-version-macro", 4)]
+    assert [(f.rule_id, f.line, f.severity) for f in result.findings] == [
+        ("cuda-version-macro", 1, "info"), ("cuda-version-macro", 4, "warning")]
 
 
 def test_an_old_architecture_test_stays_false_on_the_amd_device_pass(conv):
@@ -187,7 +188,8 @@ def test_an_old_architecture_test_stays_false_on_the_amd_device_pass(conv):
            "#if defined(__CUDA_ARCH__)\nint device_pass;\n#endif\n")
     result = conv(src)
     assert result.after.decode() == src.replace("#if defined(__CUDA_ARCH__)\nint", "#if defined(__HIP_DEVICE_COMPILE__)\nint")
-    assert [(f.rule_id, f.line) for f in result.findings] == [("cuda-version-macro", 1), ("cuda-version-macro", 6)]
+    assert [(f.rule_id, f.line, f.severity) for f in result.findings] == [
+        ("cuda-version-macro", 1, "info"), ("cuda-version-macro", 6, "info")]
 
 
 def test_guard_macros_in_code_are_not_touched(conv):

@@ -465,6 +465,8 @@ def audit(paths, exclude, follow_symlinks, archs, rocm, select, ignore, include_
     except InputError as exc:
         fail(str(exc))
     sources = _without_other_platform(sources, quiet)
+    if exclude or config.get("exclude"):
+        sources = _without_excluded_only(sources, list(paths), follow_symlinks, quiet)
     headers = tuple(str(Path(d).resolve()) for d in (*config.paths("include-dirs"), *include_dirs))
     # The project's AMD switches: as the settings name them, else as its build files pass them (`-DUSE_ROCM`).
     if config.get("defines") is not None:
@@ -699,6 +701,26 @@ def _without_other_platform(sources, quiet: bool):
         click.echo(one_line(f"left out: {len(left)} file{'s' if len(left) > 1 else ''} only the other platform's "
                             f"branches include, which the AMD build never compiles (first: {show(first.path)}: "
                             f"{facts.of(str(first.path))[0]})"), err=True)
+    return kept
+
+
+def _without_excluded_only(sources, paths, follow_symlinks: bool, quiet: bool):
+    """The sources less the headers only excluded files include (`hipport/excluded_includes.py`)."""
+    from hipport.excluded_includes import only_excluded_include
+
+    everything = collect_sources(paths, (), follow_symlinks=follow_symlinks)
+    kept_paths = {os.path.normpath(os.path.abspath(s.path)) for s in sources if s.skip is None}
+    excluded = [p for p in (os.path.normpath(os.path.abspath(s.path)) for s in everything) if p not in kept_paths]
+    why = only_excluded_include(sorted(kept_paths), excluded)
+    if not why:
+        return sources
+    kept = [s for s in sources if s.skip is not None or os.path.normpath(os.path.abspath(s.path)) not in why]
+    left = [s for s in sources if s not in kept]
+    if not quiet:
+        first = left[0]
+        click.echo(one_line(f"left out: {len(left)} header{'s' if len(left) > 1 else ''} only excluded files "
+                            f"include (first: {show(first.path)}, included by "
+                            f"{why[os.path.normpath(os.path.abspath(first.path))]})"), err=True)
     return kept
 
 

@@ -51,6 +51,14 @@ def rewrite_conditions(conv: "ConversionContext") -> None:
                 conv.claimed.add(k)
                 if d.start in conv.platform.branches.settled_amd:
                     continue  # the project's switches decide this test for AMD whatever the macro's value
+                if name in compared and name in _presence_tested(conv, d):
+                    # `defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800`: the presence test decides it on AMD, as on
+                    # NVIDIA's host pass; what is left to say is that the NVIDIA-only branch is not AMD's
+                    conv.finding("cuda-version-macro", "info", tokens.starts[k],
+                                 f"`{name}` compared beside `defined({name})`: on AMD the test is false as on the "
+                                 f"host pass (left as written); an AMD fast path would test `__gfx90a__`-style "
+                                 f"macros", subject=name)
+                    continue
                 conv.finding("cuda-version-macro", "warning", tokens.starts[k],
                              f"`{name}` in a condition: {sem.version_macros[name]}", subject=name)
 
@@ -67,6 +75,13 @@ def _compared(conv: "ConversionContext", d) -> set[str]:
             if name in sem.device_pass and not _inside_defined(tokens, k, d.first + 2):
                 out.add(name)
     return out
+
+
+def _presence_tested(conv: "ConversionContext", d) -> set[str]:
+    """The macros directive ``d`` tests with `defined(...)`."""
+    tokens = conv.tokens
+    return {tokens.text(k).decode("latin-1") for k in range(d.first + 2, d.last)
+            if tokens.kinds[k] == IDENT and _inside_defined(tokens, k, d.first + 2)}
 
 
 def _inside_defined(tokens, k: int, first: int) -> bool:
