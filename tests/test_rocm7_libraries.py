@@ -185,3 +185,25 @@ def test_forward_toml_errors_are_one_line(data, message):
     with pytest.raises(RuleError) as err:
         parse_forward(Path("forward.toml"), data)
     assert message in str(err.value) and "\n" not in str(err.value) and str(err.value).startswith("forward.toml: ")
+
+
+_GEMM = ("  hipblasGemmEx(h, HIPBLAS_OP_N, HIPBLAS_OP_N, m, m, m, &a, A, HIP_R_16F, m, B, HIP_R_16F, m, &b, C, "
+         "HIP_R_32F, m, computeType, HIPBLAS_GEMM_DEFAULT);\n}\n")
+_HEAD = ("#include <hipblas/hipblas.h>\nvoid g(hipblasHandle_t h, const void *A, const void *B, float *C, float a, "
+         "float b, int m) {\n")
+
+
+def test_a_compute_type_chosen_by_the_hipblas_version_is_no_finding(rules):
+    """faiss: `#if hipblasVersionMajor >= 3` sets `computeType` to `HIPBLAS_COMPUTE_32F`, the `#else` (hipBLAS 2) to a
+    data type: the call gets the right type on each release. Set to a data type alone, it is still reported."""
+    chosen = _HEAD + ("#if hipblasVersionMajor >= 3\n  auto computeType = HIPBLAS_COMPUTE_32F;\n#else\n"
+                      "  auto computeType = HIPBLAS_R_32F;\n#endif\n") + _GEMM
+    result = convert_source(chosen.encode(), rules, ConvertOptions(rocm_version=(7, 2)), "g.hip")
+    assert not [f for f in result.findings if f.rule_id == "rocm-forward"]
+    alone = _HEAD + "  auto computeType = HIPBLAS_R_32F;\n" + _GEMM
+    result = convert_source(alone.encode(), rules, ConvertOptions(rocm_version=(7, 2)), "g.hip")
+    assert [f.line for f in result.findings if f.rule_id == "rocm-forward"] == [4]
+    unversioned = _HEAD + ("#ifdef FAST\n  auto computeType = HIPBLAS_COMPUTE_32F;\n#else\n"
+                           "  auto computeType = HIPBLAS_R_32F;\n#endif\n") + _GEMM
+    result = convert_source(unversioned.encode(), rules, ConvertOptions(rocm_version=(7, 2)), "g.hip")
+    assert [f.line for f in result.findings if f.rule_id == "rocm-forward"] == [8]

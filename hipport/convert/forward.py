@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from hipport.convert.calls import call_args, prev_code
+from hipport.convert.calls import call_args, next_code, prev_code
 from hipport.convert.context import token_at
 from hipport.scan import IDENT
 
@@ -112,10 +112,56 @@ def _arguments(ctx: "ConversionContext", target: tuple) -> None:
         if text in rule.values:
             ctx.claimed.update(range(arg.first, arg.last))
             ctx.convert(arg.start, arg.end, rule.values[text].encode(), text, "forward")
-        elif not text.startswith(rule.keep):
+        elif not text.startswith(rule.keep) and not _assigned_by_release(ctx, text, arg.start, rule):
             ctx.finding("rocm-forward", "warning", arg.start, f"`{call}` {rule.note} (`{text}`)", subject=call)
 
 
 def _is_member(ctx: "ConversionContext", i: int) -> bool:
     p = prev_code(ctx.tokens, i - 1)
     return p >= 0 and ctx.tokens.text(p) in _MEMBER
+
+
+_VERSION_TEST = re.compile(rb"hipblasVersion|HIPBLAS_V2|HIP_VERSION|ROCM_VERSION|TORCH_HIP_VERSION")
+
+
+def _assigned_by_release(ctx: "ConversionContext", name: str, before: int, rule) -> bool:
+    """A variable (`computeType`) set to the new spelling (`HIPBLAS_COMPUTE_32F`) and to an old one only on branches
+    that test hipBLAS's or HIP's version: the project chose by release itself (faiss's `#if hipblasVersionMajor >=
+    3`), so the call gets the right type on each."""
+    if not re.fullmatch(r"[A-Za-z_]\w*", name):
+        return False
+    tokens, src = ctx.tokens, ctx.src
+    found_new = False
+    for k in range(len(tokens)):
+        if tokens.starts[k] >= before:
+            break
+        if tokens.kinds[k] != IDENT or tokens.text(k) != name.encode():
+            continue
+        eq = next_code(tokens, k + 1)
+        if eq >= len(tokens) or tokens.text(eq) != b"=":
+            continue
+        v = next_code(tokens, eq + 1)
+        value = tokens.text(v).decode("latin-1") if v < len(tokens) else ""
+        if value.startswith(rule.keep):
+            found_new = True
+        elif not _under_version_test(ctx, tokens.starts[k]):
+            return False
+    return found_new
+
+
+def _under_version_test(ctx: "ConversionContext", offset: int) -> bool:
+    """The innermost conditional block around ``offset`` tests a hipBLAS or HIP version (its `#if`, for an
+    `#else`)."""
+    stack: list[bytes] = []
+    for d in ctx.structure.directives:
+        if d.start >= offset:
+            break
+        text = ctx.src[d.start:d.end]
+        if d.name in (b"if", b"ifdef", b"ifndef"):
+            stack.append(text)
+        elif d.name == b"elif" and stack:
+            stack[-1] = stack[-1] + text
+        elif d.name == b"endif" and stack:
+            stack.pop()
+    return bool(stack) and _VERSION_TEST.search(stack[-1]) is not None
+

@@ -175,6 +175,8 @@ class UserNames:
         name = tokens.text(i).decode("latin-1")
         if prev == b"::":
             scope = self._qualifier(p, code)
+            if scope is not None and self._is_cuda_scope(scope) and self._users_outermost(p, code):
+                scope = "::".join((self._users_outermost(p, code), scope))  # `ctranslate2::cuda::x`: the user's
             if scope is None or self._is_cuda_scope(scope):
                 self._verdict[i] = False  # `::cudaMalloc`, `cub::X`, `cudaMemcpyKind::cudaMemcpyHostToDevice`
                 return
@@ -280,6 +282,26 @@ class UserNames:
         if tokens.kinds[k] == IDENT:
             return text.decode("latin-1")
         return None
+
+    def _users_outermost(self, colons: int, code: bool = True) -> str:
+        """For `a::b::c::x`, with ``colons`` the `::` before `x`: `a`, when it is no CUDA scope (a project's
+        `ctranslate2::cuda::` is not libcu++'s `cuda::`); "" otherwise (one qualifier, a leading `::`)."""
+        tokens = self.tokens
+        outer = ""
+        k = colons
+        for _ in range(8):
+            q = self._prev(k - 1, code)
+            if q < 0 or tokens.kinds[q] != IDENT:
+                return ""
+            before = self._prev(q - 1, code)
+            if before < 0 or tokens.text(before) != b"::":
+                break
+            k = before
+            outer_at = self._prev(k - 1, code)
+            if outer_at < 0 or tokens.kinds[outer_at] != IDENT:
+                return ""  # a leading `::`
+            outer = tokens.text(outer_at).decode("latin-1")
+        return outer if outer and not self._is_cuda_scope(outer) else ""
 
     def _define_body(self, k: int) -> int:
         """Index of the first body token of the `#define` holding token ``k`` (0 outside a `#define`)."""
@@ -436,7 +458,8 @@ class UserNames:
         if texts[first:first + 1] == [b"namespace"]:
             names = [t.decode("latin-1") for k, t in zip(head[first + 1:], texts[first + 1:])
                      if tokens.kinds[k] == IDENT]
-            users = not any(self._is_cuda_scope(nm) for nm in names)
+            # a `namespace cuda` inside the project's own (CTranslate2's `ctranslate2::cuda`) is the project's
+            users = (up.kind == "namespace" and up.users) or not any(self._is_cuda_scope(nm) for nm in names)
             transparent = first == 1 or not names
             home = up.home if transparent else len(scopes)
             return Scope("namespace", parent, brace, len(tokens), users, home, frozenset(names), set(names))
