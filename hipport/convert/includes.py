@@ -33,6 +33,8 @@ def rewrite_includes(ctx: ConversionContext) -> None:
         new_header = header
         if rule is None and ctx.src[start - 1:start] == b"<":
             note = unmapped_note(ctx.rules.unmapped_headers, header.decode("latin-1"))
+            if note is not None and _projects_own(ctx.path, header.decode("utf-8", "replace")):
+                note = None  # CTranslate2's `<cuda/mpi_stub.h>` is its `src/cuda/mpi_stub.h` (found with -I src)
             if note is not None:
                 name = header.decode("latin-1")
                 ctx.finding("unsupported-header", "warning", start, f"`{name}`: {note}", subject=name)
@@ -163,3 +165,14 @@ def insert_runtime_include(ctx: ConversionContext) -> None:
         return
     line = b"#include <hip/hip_runtime.h>" + ctx.newline()
     ctx.convert(at, at, break_before(ctx, at) + line, "(device code)", "include")
+
+
+def _projects_own(path: str, header: str) -> bool:
+    """``header`` (named in angle brackets by ``path``) is a file of the project: beside ``path`` or in a folder
+    above it (where a `-I` would point), not CUDA's."""
+    if path.startswith("<"):
+        return False
+    from hipport.platforms import resolve_quoted
+
+    return resolve_quoted(header, path) is not None
+

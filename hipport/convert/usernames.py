@@ -193,7 +193,14 @@ class UserNames:
         if (nxt == b"::" or prev == b"namespace") and self._is_cuda_scope(name):
             self._verdict[i] = False  # `cub::`, `using namespace cub;`, whatever the file calls `cub` otherwise
             return
-        if (prev in _CLASS_KEYS and nxt in (b"{", b":")) or (prev == b"using" and nxt == b"=") or (
+        if prev in (b"typename", b"class") and nxt in (b">", b",", b"=", b">>") and self._in_template_head(p):
+            # `template <typename curandState>` (CTranslate2): a parameter the template names as it likes, its
+            # own in that template alone (cuRAND's type outside it stays CUDA's)
+            self._verdict[i] = True
+            for k in self._template_reach(i):
+                if tokens.kinds[k] == IDENT and tokens.text(k) == tokens.text(i):
+                    self._verdict[k] = True
+        elif (prev in _CLASS_KEYS and nxt in (b"{", b":")) or (prev == b"using" and nxt == b"=") or (
                 nxt == b";" and p >= 0 and tokens.kinds[p] in (IDENT, KEYWORD) and self._in_typedef(i)):
             # `struct __nv_fp8_e4m3 {`, `using cudaStream_t = hipStream_t;`, `typedef hipStream_t cudaStream_t;`:
             # a type the file defines itself (another backend's stand-in, a compatibility header's alias).
@@ -282,6 +289,47 @@ class UserNames:
         if tokens.kinds[k] == IDENT:
             return text.decode("latin-1")
         return None
+
+    def _template_reach(self, i: int) -> range:
+        """The tokens after template parameter ``i`` up to the end of the declaration the template heads: its body's
+        closing brace, or the `;` that ends it first."""
+        tokens = self.tokens
+        n = len(tokens)
+        depth = 0
+        k = i + 1
+        while k < n:
+            t = tokens.text(k)
+            if t == b"{":
+                depth += 1
+            elif t == b"}":
+                depth -= 1
+                if depth <= 0:
+                    return range(i + 1, k)
+            elif t == b";" and depth == 0:
+                return range(i + 1, k)
+            k += 1
+        return range(i + 1, n)
+
+    def _in_template_head(self, k: int) -> bool:
+        """Token ``k`` is inside `template < ... >`: the nearest unclosed `<` before it follows `template`."""
+        tokens = self.tokens
+        depth = 0
+        j = self._prev(k - 1)
+        for _ in range(_HEAD_LIMIT):
+            if j < 0:
+                return False
+            t = tokens.text(j)
+            if t in (b">", b">>"):
+                depth += len(t)
+            elif t == b"<":
+                if depth == 0:
+                    q = self._prev(j - 1)
+                    return q >= 0 and tokens.text(q) == b"template"
+                depth -= 1
+            elif t in (b";", b"{", b"}"):
+                return False
+            j = self._prev(j - 1)
+        return False
 
     def _users_outermost(self, colons: int, code: bool = True) -> str:
         """For `a::b::c::x`, with ``colons`` the `::` before `x`: `a`, when it is no CUDA scope (a project's
