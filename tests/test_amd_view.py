@@ -196,3 +196,18 @@ def test_a_licence_box_of_block_comments_before_an_if_is_read_in_linear_time():
     src = box * 40 + b"#include <stdio.h>\n#if defined(__HIP_PLATFORM_AMD__)\nkept\n#else\ngone\n#endif\n"
     out = view(src, KNOWN, path="/nonexistent/t.c")
     assert b"kept" in out and b"gone" not in out
+
+
+def test_a_macro_defined_only_on_a_dead_branch_is_undefined_after_it():
+    """flashinfer's cp_async.cuh: `FLASHINFER_CP_ASYNC_ENABLED` is defined only under `#if (__CUDACC_VER_MAJOR__ >=
+    11)`, which the AMD build never compiles, so its `#ifdef` branches (PTX) are dead too; a `-D` of the build keeps
+    them."""
+    src = (b"#if (__CUDACC_VER_MAJOR__ >= 11)\n#define ASYNC_ENABLED\n#endif\n"
+           b"#ifdef ASYNC_ENABLED\nasm(\"cp.async\");\n#else\nplain();\n#endif\n")
+    from hipport.audit import AuditOptions, amd_view
+
+    out = amd_view.view(src, amd_view.defines_for(AuditOptions()), amd_view.undefined_for(AuditOptions()))
+    assert b"cp.async" not in out and b"plain();" in out
+    opts = AuditOptions(defines=("ASYNC_ENABLED",))
+    out = amd_view.view(src, amd_view.defines_for(opts), amd_view.undefined_for(opts))
+    assert b"cp.async" in out and b"plain();" not in out

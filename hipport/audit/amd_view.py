@@ -258,6 +258,18 @@ _GUARD = re.compile(rb"\A(?:\s|//[^\n]*\n|/\*.*?\*/)*+#[ \t]*(?:ifndef[ \t]+(\w+
                     rb"[ \t]*\r?\n[ \t]*#[ \t]*define[ \t]+(\w+)", re.S)
 
 
+def _with_dead(undefined, dead_defines: set, live_defines: set, known: dict):
+    """What is undefined at this point of the file: also a macro this file has defined so far only on branches the
+    AMD build never compiles (flashinfer's `#define FLASHINFER_CP_ASYNC_ENABLED` under `#if __CUDACC_VER_MAJOR__ >=
+    11`), unless the build defines it (``known``: the settings, `-D`)."""
+    extra = {x for x in dead_defines if x not in live_defines and x not in known}
+    if not extra:
+        return undefined
+    merged = _Undefined(set(undefined) | extra, getattr(undefined, "stated", frozenset())) \
+        if isinstance(undefined, _Undefined) else set(undefined) | extra
+    return merged
+
+
 def _walk(src: bytes, known: dict[str, int], undefined: set[str], path: str, depth: int, facts: Facts | None = None):
     """(view, known after it, undefined after it); ``facts`` is filled in when given."""
     guard = _GUARD.match(src)
@@ -283,7 +295,7 @@ def _walk(src: bytes, known: dict[str, int], undefined: set[str], path: str, dep
             elif kind in ("if", "elif") and _settled_without_toolkit(m.group(2), known, undefined, facts.stated):
                 facts.settled.add(start)
         if kind in ("if", "ifdef", "ifndef"):
-            value = _condition(kind, m.group(2), known, undefined)
+            value = _condition(kind, m.group(2), known, _with_dead(undefined, dead_defines, live_defines, known))
             stack.append({"outer_dead": dead, "outer_certain": certain, "settled": value == 1, "unknown": value is None})
             dead = dead or value == 0
             certain = certain and not dead and value == 1
@@ -291,7 +303,7 @@ def _walk(src: bytes, known: dict[str, int], undefined: set[str], path: str, dep
         if kind in ("elif", "elifdef", "elifndef", "else") and stack:
             f = stack[-1]
             value = 1 if kind == "else" else _condition(kind[2:] if kind != "elif" else "if", m.group(2), known,
-                                                       undefined)
+                                                       _with_dead(undefined, dead_defines, live_defines, known))
             if f["settled"]:
                 value = 0
             dead = f["outer_dead"] or value == 0
