@@ -45,3 +45,38 @@ def test_audit_leaves_them_out_and_says_so(tmp_path):
     assert plain.returncode == 1
     assert {Path(line.split(":")[0]).name for line in plain.stdout.splitlines() if "inline-ptx" in line} == {
         "shared.cuh", "lone.cuh", "awq.cuh"}
+
+
+def macro_tree(tmp_path):
+    """CTranslate2's shape: `utils.h`, which every file includes, wraps cuDNN in `CUDNN_CHECK`; only the excluded
+    `conv_cudnn.cu` expands it, and `utils.cc` does only on the NVIDIA platform's branch."""
+    (tmp_path / "utils.h").write_text(
+        "#pragma once\n"
+        "#define CUDNN_CHECK(ans) \\\n"
+        "  { cudnnStatus_t status = (ans); \\\n"
+        "    if (status != CUDNN_STATUS_SUCCESS) throw status; }\n"
+        "#define BLAS_CHECK(ans) \\\n"
+        "  { cudnnStatus_t status = (ans); (void)status; }\n"
+        "#define UNUSED_CHECK(ans) \\\n"
+        "  { cudnnStatus_t status = (ans); (void)status; }\n")
+    (tmp_path / "conv_cudnn.cu").write_text('#include "utils.h"\nvoid f() { CUDNN_CHECK(cudnnCreate(0)); }\n')
+    (tmp_path / "utils.cc").write_text('#include "utils.h"\n#ifndef __HIP_PLATFORM_AMD__\nvoid g() { CUDNN_CHECK(0); }\n'
+                                       '#endif\nvoid h() { BLAS_CHECK(0); }\n')
+    return tmp_path
+
+
+def test_a_macro_only_excluded_files_expand_is_out_of_the_build(tmp_path):
+    # Look-alikes: BLAS_CHECK, which a kept file expands, and UNUSED_CHECK, which nothing expands (a header's
+    # macro for its users), keep their findings; without --exclude CUDNN_CHECK keeps its own.
+    root = macro_tree(tmp_path)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    base = [sys.executable, "-m", "hipport", "audit", "--rocm-version", "7.2", "--fail-on", "error"]
+    r = subprocess.run([*base, "--exclude", "conv_cudnn.cu", str(root)], capture_output=True, text=True, env=env)
+    assert r.returncode == 0, r.stderr
+    lines = {int(line.split(":")[1]) for line in r.stdout.splitlines()
+             if line.startswith(str(root / "utils.h")) and "unsupported-api" in line}
+    assert lines == {6, 8}, r.stdout
+    plain = subprocess.run([*base, str(root)], capture_output=True, text=True, env=env)
+    assert plain.returncode == 0, plain.stderr
+    assert {int(line.split(":")[1]) for line in plain.stdout.splitlines()
+            if line.startswith(str(root / "utils.h")) and "unsupported-api" in line} == {3, 4, 6, 8}

@@ -465,8 +465,9 @@ def audit(paths, exclude, follow_symlinks, archs, rocm, select, ignore, include_
     except InputError as exc:
         fail(str(exc))
     sources = _without_other_platform(sources, quiet)
+    bodies_out_of_build = None
     if exclude or config.get("exclude"):
-        sources = _without_excluded_only(sources, list(paths), follow_symlinks, quiet)
+        sources, bodies_out_of_build = _without_excluded_only(sources, list(paths), follow_symlinks, quiet)
     headers = tuple(str(Path(d).resolve()) for d in (*config.paths("include-dirs"), *include_dirs))
     # The project's AMD switches: as the settings name them, else as its build files pass them (`-DUSE_ROCM`).
     if config.get("defines") is not None:
@@ -474,6 +475,8 @@ def audit(paths, exclude, follow_symlinks, archs, rocm, select, ignore, include_
     else:
         defines = build_defines(str(base), cache_dir=None if no_cache else str(cache_dir or user_cache_dir()))
     options = AuditOptions(arch_list, rocm_version, selected, ignored, include_dirs=headers, defines=defines)
+    # path -> lines of the macro bodies only excluded files expand: never compiled for AMD
+    out_of_build = bodies_out_of_build(options) if bodies_out_of_build is not None else {}
     if write_baseline is not None:
         _check_baseline_target(write_baseline)
     plan, report_dir = ([], None) if write_baseline is not None else _plan_outputs(reports, output, output_dir)
@@ -524,7 +527,10 @@ def audit(paths, exclude, follow_symlinks, archs, rocm, select, ignore, include_
             lines = src.split(b"\n")
             shown = []
             project_rel = project_path(source.path, base)
+            dead = out_of_build.get(os.path.normpath(os.path.abspath(source.path)), ())
             for f in findings:
+                if f.line in dead:
+                    continue
                 line_text = lines[f.line - 1] if f.line - 1 < len(lines) else b""
                 key = baseline_key(project_rel, f.rule_id, line_text)
                 current[key] += 1
@@ -705,23 +711,31 @@ def _without_other_platform(sources, quiet: bool):
 
 
 def _without_excluded_only(sources, paths, follow_symlinks: bool, quiet: bool):
-    """The sources less the headers only excluded files include (`hipport/excluded_includes.py`)."""
-    from hipport.excluded_includes import only_excluded_include
+    """The sources less the headers only excluded files include, and the lines of macro bodies only excluded files
+    expand, by path (`hipport/excluded_includes.py`)."""
+    from hipport.excluded_includes import macro_bodies_only_excluded_expand, only_excluded_include
 
     everything = collect_sources(paths, (), follow_symlinks=follow_symlinks)
     kept_paths = {os.path.normpath(os.path.abspath(s.path)) for s in sources if s.skip is None}
     excluded = [p for p in (os.path.normpath(os.path.abspath(s.path)) for s in everything) if p not in kept_paths]
     why = only_excluded_include(sorted(kept_paths), excluded)
-    if not why:
-        return sources
     kept = [s for s in sources if s.skip is not None or os.path.normpath(os.path.abspath(s.path)) not in why]
     left = [s for s in sources if s not in kept]
-    if not quiet:
+    if left and not quiet:
         first = left[0]
         click.echo(one_line(f"left out: {len(left)} header{'s' if len(left) > 1 else ''} only excluded files "
                             f"include (first: {show(first.path)}, included by "
                             f"{why[os.path.normpath(os.path.abspath(first.path))]})"), err=True)
-    return kept
+    kept_paths = sorted(os.path.normpath(os.path.abspath(s.path)) for s in kept if s.skip is None)
+    return kept, lambda options: macro_bodies_only_excluded_expand(kept_paths, excluded, _as_built(options))
+
+
+def _as_built(options):
+    """A source as the AMD build of ``options`` compiles it: the branches it never compiles blanked."""
+    from hipport.audit.amd_view import defines_for, undefined_for, view
+
+    known, undefined = defines_for(options), undefined_for(options)
+    return lambda src, path: view(src, known, undefined, path)
 
 
 def _converter(rocm_version: tuple[int, ...], config, rules, dirs: list[Path]):

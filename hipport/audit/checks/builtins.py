@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from hipport import directives as dirs
-from hipport.audit.checks.common import is_full_mask32, operand_before, user_defined
+from hipport.audit.checks.common import is_32bit_type, is_full_mask32, operand_before, outer_decl, user_defined
 from hipport.audit.checks.context import COMMENT, IDENT, KEYWORD, LITERAL, Context
 
 RULE = "warp-builtin-unavailable"
@@ -175,6 +175,22 @@ _SYNCWARP_7_0 = ('(__builtin_amdgcn_fence(__ATOMIC_RELEASE, "wavefront"), __buil
                  '__builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "wavefront"))')
 
 
+def _mask_width(ctx: Context, first: int, last: int) -> int | None:
+    """64 or 32 when the mask tokens[first:last] is certainly that wide (a literal, or a name by its declared
+    type); None when it cannot be told."""
+    code = [k for k in range(first, last) if ctx.kinds[k] != COMMENT]
+    if len(code) == 1 and ctx.kinds[code[0]] == LITERAL:
+        return 64 if b"ll" in ctx.text[code[0]].lower() else 32
+    if len(code) != 1 or ctx.kinds[code[0]] != IDENT:
+        return None
+    fn = ctx.function_at(code[0])
+    decl = ctx.find_decl(ctx.text[code[0]], code[0], fn.params if fn else None)
+    if decl is None:
+        decl = outer_decl(ctx, ctx.text[code[0]], code[0])
+    narrow = is_32bit_type(ctx, decl) if decl is not None else None
+    return None if narrow is None else 32 if narrow else 64
+
+
 def _syncwarp(ctx: Context, i: int) -> None:
     args = ctx.call_args(i) or []
     partial = False
@@ -183,7 +199,19 @@ def _syncwarp(ctx: Context, i: int) -> None:
         text = ctx.span_text(*args[0]).replace(b" ", b"").lower()
         full = value == 0xFFFFFFFF or text in (b"0xffffffffffffffffull", b"~0ull", b"__activemask()", b"-1")
         partial = not full
-    if partial:
+    if partial and ctx.rocm >= (7, 0):
+        # ROCm 7's `__syncwarp(mask)` is a wavefront barrier that checks (without NDEBUG) that `mask` is the lanes
+        # calling it: a 64-bit mask of the lanes inside the branch (CTranslate2's `lane < blockDim.x / 32`) is right.
+        width = _mask_width(ctx, *args[0])
+        if width == 64:
+            ctx.report(RULE, i, "`__syncwarp` with a partial mask: ROCm 7 makes it a barrier of the whole wavefront "
+                       "and, in builds without `NDEBUG`, traps unless the mask is exactly the lanes that call it",
+                       severity="info", confidence="medium", subject="__syncwarp")
+        elif width is None:  # a 32-bit one is `warp-mask-32bit`'s compile error
+            ctx.report(RULE, i, "`__syncwarp` with a partial mask: ROCm 7 needs it 64-bit and, in builds without "
+                       "`NDEBUG`, traps unless it is exactly the lanes that call it; check both",
+                       severity="warning", confidence="medium", subject="__syncwarp")
+    elif partial:
         ctx.report(RULE, i, "`__syncwarp` with a partial mask: HIP lanes never run independently, so this cannot "
                    "synchronise a subset; restructure the code around whole-wavefront steps",
                    severity="warning", confidence="medium", subject="__syncwarp")
