@@ -93,7 +93,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("-n", type=int, default=50, help="sample size (default 50)")
     ap.add_argument("--per-source", type=int, default=25,
-                    help="sampled from HeCBench; the rest from the projects, in turn (default 25)")
+                    help="sampled from HeCBench; the rest from the projects, in turn, and what a project has too few "
+                         "findings to give from HeCBench (default 25)")
     ap.add_argument("--projects", type=int, default=2, help="how many single-source projects (default 2)")
     ap.add_argument("--seed", type=int, default=34, help="random seed (default 34, the issue's number)")
     ap.add_argument("--rocm-version", default="7.2", help="the release judged against (default 7.2, what users run)")
@@ -116,11 +117,19 @@ def main() -> int:
     for k in range(args.n - args.per_source):
         if len(corpora) > 1:
             quotas[1 + k % (len(corpora) - 1)] += 1
-    for (name, root, paths, defines, exclude), quota in zip(corpora, quotas):
+    found_by = []
+    for name, root, paths, defines, exclude in corpora:
         found = _audit(paths, root, defines, exclude, args.rocm_version)
         print(f"{name}: {len(found)} warnings and errors", file=sys.stderr)
         found.sort(key=lambda x: (x["path"], x["line"], x["rule"]))
-        for x in rng.sample(found, min(quota, len(found))):
+        found_by.append(found)
+    # A project with fewer findings than its share gives them all; what it leaves goes to the others, HeCBench first,
+    # so the sample stays N while there are N findings in all.
+    quotas = [min(q, len(f)) for q, f in zip(quotas, found_by)]
+    for k in range(len(corpora)):
+        quotas[k] += min(len(found_by[k]) - quotas[k], args.n - sum(quotas))
+    for (name, root, paths, defines, exclude), quota, found in zip(corpora, quotas, found_by):
+        for x in rng.sample(found, quota):
             text = _text(root, x["path"], x["line"])
             x["corpus"], x["root"] = name, str(root)
             x["text"] = text[0][7:] if text else ""
