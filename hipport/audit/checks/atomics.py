@@ -26,7 +26,7 @@ _KIND_TEXT = {
     "device": "coarse-grained device memory",
     "device-flags": "device memory with the flags given there",
     "device-finegrained": "fine-grained device memory",
-    "managed": "managed memory (its coherence depends on the system's XNACK and migration)",
+    "managed": "managed memory (fine-grained, coherent, unless advised `hipMemAdviseSetCoarseGrain`)",
     "host": "coherent (fine-grained) pinned host memory",
     "host-noncoherent": "non-coherent pinned host memory",
 }
@@ -67,7 +67,7 @@ def check(ctx: Context) -> None:
             api, kind = ("__managed__", "managed") if space == "managed" else ("__device__", "device")
             alloc, host_name = Allocation(kind, api, ctx.lines.line_col(ctx.starts[decl])[0]), root.decode("latin-1")
         if word.endswith(b"_system"):
-            _system(ctx, i, word, root, alloc, host_name)
+            _system(ctx, i, word, root, alloc, host_name, fn)
         if base == b"atomicAdd" and pointee in _HALF_TYPES:
             ctx.report(HALF, i, f"`{word.decode()}` on `{pointee}` has no HIP overload; use a CAS loop on the "
                        f"containing 32-bit word, or accumulate in `float`",
@@ -476,17 +476,47 @@ def _where(alloc: Allocation | None, host_name: str) -> str:
     return f"`{host_name}` comes from `{alloc.api}` (line {alloc.line}): {_KIND_TEXT.get(alloc.kind, alloc.kind)}"
 
 
-def _system(ctx: Context, i: int, word: bytes, root, alloc, host_name: str) -> None:
+def _system(ctx: Context, i: int, word: bytes, root, alloc, host_name: str, fn: Function | None) -> None:
     if alloc is not None and alloc.kind in ("host", "device-finegrained"):
         return  # coherent memory: exactly what system scope needs
+    if alloc is not None and alloc.kind == "managed" and host_name not in _coarse_advised(ctx):
+        # HIP's managed memory is fine-grained by default (hip_runtime_api.h, hipMemAdviseSetCoarseGrain: "The
+        # default memory model is fine-grain", 5.2 to 7.2), so system scope holds there
+        return
     if alloc is not None:
-        msg = f"`{word.decode()}`: {_where(alloc, host_name)}; system scope needs coherent memory " \
-              f"(`hipHostMalloc` default, or fine-grained device memory)"
+        where = _where(alloc, host_name)
+        if alloc.kind == "managed":
+            where = f"`{host_name}` comes from `{alloc.api}` (line {alloc.line}), made coarse-grained by " \
+                    f"`hipMemAdviseSetCoarseGrain`"
+        msg = f"`{word.decode()}`: {where}; system scope needs coherent memory " \
+              f"(`hipHostMalloc` default, managed memory left fine-grained, or fine-grained device memory)"
         ctx.report(SYSTEM, i, msg, subject=word.decode())
     else:
-        ctx.report(SYSTEM, i, f"`{word.decode()}` is system-wide only on fine-grained (coherent) memory; "
-                   f"`hipMalloc` memory is coarse-grained and silently gets device scope", confidence="medium",
-                   subject=word.decode())
+        # The allocation is not in this file: a program that asks for system scope mostly hands it memory the
+        # host or a peer shares (managed or pinned, both coherent by default), so this is a reminder, not a defect.
+        what = f"`{root.decode('latin-1')}`" if root else "this pointer"
+        ctx.report(SYSTEM, i, f"`{word.decode()}`: {what} is allocated outside this file; system scope holds on "
+                   f"coherent memory (`hipHostMalloc`, managed memory, fine-grained device memory) and drops to "
+                   f"device scope on `hipMalloc` memory", confidence="low", subject=word.decode(), severity="info")
+
+
+def _coarse_advised(ctx: Context) -> set[str]:
+    """Pointers the file advises `hipMemAdviseSetCoarseGrain` (`hipMemAdvise(p, n, hipMemAdviseSetCoarseGrain,
+    dev)`): managed memory that is coherent only at synchronisation points from then on."""
+    known = ctx.__dict__.get("_coarse_advised")
+    if known is None:
+        known = set()
+        for k in ctx.positions(b"hipMemAdviseSetCoarseGrain"):
+            call = enclosing_open(ctx, k, b"(")
+            name = ctx.prev_code(call) if call >= 0 else -1
+            if name < 0 or ctx.text[name] != b"hipMemAdvise":
+                continue
+            args = ctx.call_args(name)
+            root = _pointer_root(ctx, *args[0]) if args else None
+            if root is not None:
+                known.add(root.decode("latin-1"))
+        ctx.__dict__["_coarse_advised"] = known
+    return known
 
 
 # A float atomicAdd on global memory that is not host or managed is correct as it stands (a CAS loop): a speed
