@@ -160,6 +160,37 @@ def same_names() -> SameNames:
     return load_cached("same-names", [Path(__file__), path], lambda: _parse_same_names(path))
 
 
+def _parse_system_atomics(path: Path) -> dict[tuple[int, int], frozenset[str]]:
+    from hipport.rules import _read_toml
+
+    out = {}
+    for text, entry in _read_toml(path).get("release", {}).items():
+        ops = entry.get("cas_loop") if isinstance(entry, dict) else None
+        if not isinstance(ops, list) or not all(isinstance(op, str) for op in ops):
+            raise RuleError(f"{path}: [release.\"{text}\"] needs `cas_loop`, a list of names; rerun "
+                            "tools/gen_system_atomics.py")
+        out[_version(text, str(path))] = frozenset(ops)
+    return out
+
+
+@lru_cache(maxsize=1)
+def _system_atomics() -> dict[tuple[int, int], frozenset[str]]:
+    path = builtin_rules_dir() / "rocm" / "system_atomics.toml"
+    if not path.is_file():
+        return {}
+    return load_cached("system-atomics", [Path(__file__), path], lambda: _parse_system_atomics(path))
+
+
+def system_cas_loops(target: tuple) -> frozenset[str]:
+    """The `*_system` atomics the compiler of ``target`` expands into a compare-and-swap loop
+    (rules/rocm/system_atomics.toml): those of the newest listed release of the same major version at or below it.
+    Compiler behaviour is only claimed from a release that was compiled with on, so 7.0 says nothing."""
+    data = _system_atomics()
+    t = tuple(target[:2])
+    known = [r for r in data if r[0] == t[0] and r <= t]
+    return data[max(known)] if known else frozenset()
+
+
 def data_file() -> Path:
     return builtin_rules_dir() / "rocm" / "releases.toml"
 

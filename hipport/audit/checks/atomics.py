@@ -7,6 +7,7 @@ from bisect import bisect_left
 
 from hipport.audit.checks.common import enclosing_open, split_template_args, statement_start, user_defined
 from hipport.audit.checks.context import COMMENT, IDENT, KEYWORD, LITERAL, Allocation, Context, Function
+from hipport.releases import system_cas_loops
 
 SYSTEM = "atomic-system-scope"
 FLOAT = "atomic-float-add"
@@ -76,7 +77,9 @@ def check(ctx: Context) -> None:
         if base == b"atomicAdd" and pointee in ("float", "double") and space not in ("lds", "private"):
             _float_add(ctx, i, word, pointee, alloc, host_name, space, from_parse, shown=via,
                        patch="instantiated" not in via or not _other_types(via))
-        if base in _PCIE_OPS and alloc is not None and alloc.kind in ("host", "host-noncoherent", "managed"):
+        if base in _PCIE_OPS and alloc is not None and alloc.kind in ("host", "host-noncoherent", "managed") \
+                and not (word.endswith(b"_system") and word.decode() in system_cas_loops(ctx.rocm)):
+            # the targeted compiler makes this system-scope atomic a CAS loop, which PCIe carries atomically
             ctx.report(PCIE, i, f"`{word.decode()}` on `{host_name}` ({alloc.api}, line {alloc.line}): over PCIe "
                        f"only add, exchange and CAS are atomic; keep this data in `hipMalloc` memory",
                        subject=word.decode())
