@@ -29,6 +29,7 @@ class ReleaseData:
     library: dict[str, str] = field(default_factory=dict)  # name -> the library whose headers have it
     headers: dict[str, frozenset[tuple[int, int]]] = field(default_factory=dict)
     arity: dict[str, dict[tuple[int, int], tuple[int, ...]]] = field(default_factory=dict)
+    cooperative_groups: dict[str, frozenset[tuple[int, int]]] = field(default_factory=dict)
 
     def data_release(self, target: tuple) -> tuple[int, int]:
         """The data release that answers for ``target`` (see the module's doc)."""
@@ -60,6 +61,12 @@ class ReleaseData:
 
     def arities(self, name: str, target: tuple) -> tuple[int, ...] | None:
         return self.arity.get(name, {}).get(self.data_release(target))
+
+    def cg_declares(self, name: str, target: tuple) -> bool | None:
+        """Whether the HIP cooperative-groups headers of the release answering for ``target`` declare CUDA's
+        cooperative-groups name ``name``; None for a name the generator did not probe."""
+        have = self.cooperative_groups.get(name)
+        return None if have is None else self.data_release(target) in have
 
 
 def _answering(releases: tuple[tuple[int, int], ...], target: tuple) -> tuple[int, int]:
@@ -132,7 +139,8 @@ def _parse(path: Path) -> ReleaseData:
     arity = {name: {_version(k, f"{path} [arity] {name}"): tuple(v) for k, v in per.items()}
              for name, per in data.get("arity", {}).items()}
     headers = sets(data.get("headers", {}), "headers")
-    return ReleaseData(tuple(sorted(releases)), source, libraries, sync, names, library, headers, arity)
+    cg = sets(data.get("cooperative_groups", {}), "cooperative_groups")
+    return ReleaseData(tuple(sorted(releases)), source, libraries, sync, names, library, headers, arity, cg)
 
 
 def _parse_same_names(path: Path) -> SameNames:

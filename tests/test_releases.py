@@ -79,3 +79,16 @@ def test_a_malformed_file_is_one_line(tmp_path):
     with pytest.raises(RuleError) as err:
         _parse(bad)
     assert "`seven` is not a release" in str(err.value)
+
+
+def test_cooperative_groups_names_by_release():
+    # read by hand in each tree's hip/amd_detail/amd_hip_cooperative_groups.h
+    data = release_data()
+    for name in ("meta_group_rank", "meta_group_size"):
+        assert data.cg_declares(name, (5, 2)) is False
+        assert data.cg_declares(name, (6, 2)) is True and data.cg_declares(name, (7, 2)) is True
+    assert data.cg_declares("binary_partition", (6, 2)) is False
+    assert data.cg_declares("binary_partition", (6, 4)) is True
+    for name in ("labeled_partition", "reduce", "memcpy_async", "block_tile_memory"):
+        assert data.cg_declares(name, (7, 2)) is False, name
+    assert data.cg_declares("not_a_probed_name", (7, 2)) is None

@@ -16,7 +16,10 @@ For each release it records
   names starting with `hip`/`HIP`/`roc`/`ROC`/`__` and the names the rename tables write;
 - how the warp `*_sync` built-ins are enabled (absent / opt-in with a macro / on by default, with the macro that
   turns them off), read from the `#if` around their declarations;
-- the parameter counts of API functions whose declared arity differs between releases.
+- the parameter counts of API functions whose declared arity differs between releases;
+- which of CUDA's cooperative-groups names (CG_PROBES: members such as `meta_group_rank`, free functions such as
+  `binary_partition`, the collectives) HIP's cooperative-groups headers (`hip/*cooperative_groups*`) declare in
+  code, every probed name listed with the releases that have it (an empty list: none of them).
 
 Only differences are written: a name every release has needs no entry, which keeps the file small.
 """
@@ -37,6 +40,14 @@ LIBRARIES = ("hip", "hipblas", "hipblaslt", "hipcub", "hipfft", "hiprand", "hips
              "miopen", "hiptensor")
 HEADER_SUFFIXES = (".h", ".hpp", ".hh", ".inl", ".cuh")
 SYNC_PROBE = "__shfl_down_sync"
+# CUDA's cooperative-groups API beyond the block, the grid and `tiled_partition` (CUDA Programming Guide,
+# "Cooperative Groups"): members, partitions, collectives and their operators, asynchronous copies.
+CG_PROBES = ("meta_group_rank", "meta_group_size", "num_threads", "thread_rank", "dim_threads", "group_index",
+             "thread_index", "binary_partition", "labeled_partition", "coalesced_threads", "tiled_partition",
+             "this_thread_block", "this_grid", "this_multi_grid", "block_tile_memory", "invoke_one",
+             "invoke_one_broadcast", "match_any", "match_all", "ballot", "any", "all", "reduce", "inclusive_scan",
+             "exclusive_scan", "plus", "less", "greater", "bit_and", "bit_or", "bit_xor", "memcpy_async", "wait",
+             "wait_prior", "sync", "barrier_arrive", "barrier_wait")
 SHARED = ROOT.parent / "shared"
 DEFAULT_TREES = (
     "5.2=/usr/include|Debian 12 libamdhip64-dev 5.2.3 and its library packages",
@@ -106,11 +117,14 @@ def scan_tree(include: Path, wanted_extra: frozenset[str]) -> dict:
     names: dict[str, set[str]] = {}  # name -> libraries whose headers have it
     arity: dict[str, set[int]] = {}
     sync = {"state": "absent", "macro": ""}
+    cg: set[str] = set()
     for rel, path in headers.items():
         lib = library_of(rel)
         code = code_of(path)
         lines = [ln for ln in code.split(b"\n") if not _CONDITIONAL.match(ln)]
         body = b"\n".join(lines)
+        if rel.startswith("hip/") and "cooperative_groups" in rel:
+            cg.update(w for w in (m.group(0).decode("latin-1") for m in _IDENT.finditer(body)) if w in CG_PROBES)
         for m in _IDENT.finditer(body):
             word = m.group(0).decode("latin-1")
             if _API.match(word) or word in wanted_extra:
@@ -132,7 +146,7 @@ def scan_tree(include: Path, wanted_extra: frozenset[str]) -> dict:
                         sync = {"state": "opt-in", "macro": on.group(1) or on.group(2)}
                     elif off:
                         sync = {"state": "default", "macro": off.group(1)}
-    return {"headers": set(headers), "names": names, "arity": arity, "sync": sync,
+    return {"headers": set(headers), "names": names, "arity": arity, "sync": sync, "cooperative_groups": cg,
             "libraries": sorted({library_of(r) for r in headers} - {None})}
 
 
@@ -223,6 +237,12 @@ def render(trees: list[tuple[str, str, dict]]) -> str:
         per = {r: sorted(d["arity"][name]) for r, _, d in trees if name in d["arity"]}
         if len(per) > 1 and len({tuple(v) for v in per.values()}) > 1:
             out.append(f"{name} = {{ " + ", ".join(f'"{r}" = {v}' for r, v in per.items()) + " }")
+    out.append("")
+    out.append("# CUDA's cooperative-groups names and the releases whose HIP cooperative-groups headers declare them.")
+    out.append("[cooperative_groups]")
+    for name in CG_PROBES:
+        have = [r for r, _, d in trees if name in d["cooperative_groups"]]
+        out.append(f'{name} = [{", ".join(chr(34) + r + chr(34) for r in have)}]')
     out.append("")
     del releases
     return "\n".join(out)

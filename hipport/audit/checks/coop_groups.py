@@ -15,6 +15,7 @@ from hipport.audit.checks.common import split_template_args, statement_start, us
 from hipport.audit.checks.context import COMMENT, IDENT, LITERAL, Context, Function, int_value
 from hipport.audit.hazards import wave_size
 from hipport.model import Edit
+from hipport.releases import release_data
 from hipport.semantic import load_semantic
 
 RULE = "cg-tile-size"
@@ -23,12 +24,11 @@ GRID = "cg-grid-sync"
 _TILES = {b"tiled_partition", b"thread_block_tile"}
 _CG = b"cooperative_groups"
 
-# What hipport can prove about each API. HIP 5.2 is the release whose headers were read (Debian 12's
-# /usr/include/hip/hip_cooperative_groups.h and amd_detail/amd_hip_cooperative_groups.h): none of the names below
-# is declared there. The HIPIFY tables (HIP 6.3 era) have no rows for device-side cooperative groups at all, so
-# they prove no release either way. `later` marks names that a later HIP declares (ROCm/clr's
-# amd_hip_cooperative_groups.h) in a release hipport cannot name; the others are, as far as hipport knows, in no
-# release up to the newest it targets.
+# What hipport can prove about each API. rules/rocm/releases.toml's [cooperative_groups] says which names the
+# cooperative-groups headers of each release read declare (5.2, 6.2.2, 6.4.3, 7.2.4; tools/gen_releases.py): a
+# name the targeted release declares is not reported (`meta_group_rank` from 6.2, `binary_partition` from 6.4).
+# HIP 5.2 declares none of the names below. For a release between those read, `later` marks names that a later
+# HIP declares; the others are, as far as hipport knows, in no release up to the newest it targets.
 _HIP_READ = (5, 2)
 
 
@@ -250,12 +250,15 @@ def _namespaces(ctx: Context) -> tuple[set[bytes], bool]:
     return names, using
 
 
-def _availability(ctx: Context, api: _Api) -> tuple[str, str, str]:
-    """(how the message states it, severity, confidence) for the targeted release."""
+def _availability(ctx: Context, api: _Api, declared: bool | None = None) -> tuple[str, str, str]:
+    """(how the message states it, severity, confidence) for the targeted release; ``declared`` is False where
+    the release data read the targeted release's own headers and found no such name."""
     rocm = ctx.rocm
     if rocm <= _HIP_READ:
         return (f"is not declared by HIP {_v(_HIP_READ)}'s cooperative-groups headers, so it does not compile for "
                 f"ROCm {_v(rocm)}"), "error", "high"
+    if declared is False and release_data().data_release(rocm) == tuple(rocm[:2]):
+        return f"is not declared by the cooperative-groups headers of ROCm {_v(tuple(rocm[:2]))}", "error", "high"
     if api.later:
         return (f"is not in HIP {_v(_HIP_READ)}; a later HIP declares it, in a release hipport cannot name: check "
                 f"`hip/amd_detail/amd_hip_cooperative_groups.h` of ROCm {_v(rocm)}"), "warning", "medium"
@@ -322,6 +325,11 @@ def _api(ctx: Context) -> None:
         family = "reduce" if word in _FUNCTORS or word == b"reduce" else \
             "scan" if word.endswith(b"_scan") else "memcpy_async" if word in (b"memcpy_async", b"wait",
                                                                                 b"wait_prior") else None
+        # what the targeted release's cooperative-groups headers declare (rules/rocm/releases.toml); the scratch
+        # overload of `this_thread_block` is not told apart from the plain one there
+        declared = None if word == b"this_thread_block" else release_data().cg_declares(word.decode(), ctx.rocm)
+        if declared:
+            continue
         line = ctx.lines.line_col(ctx.starts[i])[0]
         if (line, word) in seen_lines:
             continue
@@ -334,7 +342,7 @@ def _api(ctx: Context) -> None:
         if word in (b"reduce", b"inclusive_scan", b"exclusive_scan") and nxt == b"(":
             p = ctx.next_code(i)
             covered.update(range(p, ctx.match(p) + 1))
-        state, severity, confidence = _availability(ctx, api)
+        state, severity, confidence = _availability(ctx, api, declared)
         what, instead = api.what.format(ns=ns), api.instead.format(ns=ns)
         subject = word.decode()
         if stand_in and family == "reduce":
