@@ -8,7 +8,7 @@ import re
 from typing import TYPE_CHECKING
 
 from hipport.convert import mask_variables
-from hipport.convert.calls import Arg, call_args
+from hipport.convert.calls import Arg, call_args, matching_close
 from hipport.convert.declared import canonical, declared_type
 from hipport.scan import IDENT, LITERAL
 
@@ -328,6 +328,19 @@ def _mask_kind(conv: "ConversionContext", arg: Arg) -> str:
 _QUALIFIERS = {b"const", b"volatile", b"static", b"register", b"__shared__", b"constexpr", b"&", b"__restrict__"}
 
 
+def _mask_call(conv: "ConversionContext", arg: Arg) -> bool:
+    """Whether a mask argument is one call, in brackets or not, of a built-in whose HIP result is a 64-bit mask
+    (rules/warp.toml `mask_calls`: `__activemask()`, `__ballot_sync(m, p)`)."""
+    tokens = conv.tokens
+    first, last = arg.first, arg.last
+    while last - first > 2 and tokens.text(first) == b"(" and matching_close(tokens, first) == last - 1:
+        first, last = first + 1, last - 1
+    if first >= last or tokens.text(first) not in conv.semantic.mask_types[2]:
+        return False
+    found = call_args(tokens, first)
+    return found is not None and found[1] == last - 1
+
+
 def _declared_width(conv: "ConversionContext", arg: Arg) -> tuple[int | None, str]:
     """(64 or 32 or None, the type word) of a mask argument that is one variable, from the nearest declaration of it
     before the call: `uint64_t m = ...`, a parameter `unsigned long long m`, `auto m = __activemask()`."""
@@ -408,6 +421,8 @@ def _warp_sync(conv: "ConversionContext", i: int, name: str) -> None:
     if kind == "full32":
         conv.convert(mask.start, mask.end, sem.full64_spelling.encode(), name, "warp")
     elif kind == "other":
+        if _mask_call(conv, mask):
+            return  # `__activemask()`, a ballot: HIP declares them `unsigned long long`
         width, declared = _declared_width(conv, mask)
         if width == 64:
             return  # a variable declared 64-bit (or `auto` from `__activemask()`): what HIP takes
