@@ -128,7 +128,17 @@ def check(ctx: Context) -> None:
             home = ctx.function_at(c.reaching)
             ids = red.ids(home) if home is not None else None
             if ids is not None and ids.fixed and not ids.hardware:
-                continue  # a logical warp of 32 throughout: right on 64 lanes (warp-loop-32 says so, and why)
+                wide = next((k for k in (red.crossing_op(home), red.crossing_op(c.fn) if c.fn else -1) if k >= 0),
+                            -1)
+                if wide < 0:
+                    continue  # a logical warp of 32 throughout: right on 64 lanes (warp-loop-32 says so, and why)
+                op_line = ctx.lines.line_col(ctx.starts[wide])[0]
+                ctx.report(RULE, c.op, f"`{c.expr}` numbers lanes or warps of 32, but `{ctx.text[wide].decode()}` "
+                           f"(line {op_line}) sees the whole 64-lane wavefront, both 32-lane groups of it: lanes "
+                           f"32-63 read or vote with lanes 0-31 (give that shuffle `width` 32, or count lanes with "
+                           f"`warpSize` throughout)", confidence="medium",
+                           subject=ctx.text[c.op].decode() + " " + ctx.text[c.lit].decode())
+                continue
             # One patch for the whole group, carried by the reduction's finding: the same edits on every id's
             # finding would repeat a long diff in each report for no gain.
             whole = group_edits(ctx, c.reaching)
@@ -138,6 +148,8 @@ def check(ctx: Context) -> None:
                    f"reduction and its other ids" if whole else f"; no patch: it belongs with the 32-lane shuffle reduction of line {line}, "
                    f"which is right on a 64-lane wavefront with ids of 32, and not every piece can be rewritten "
                    f"(change them together or not at all)")
+        if c.reaching is None and not c.in_macro and logical_32(ctx, c.fn):
+            continue  # joined by calls to a 32-lane reduction whose ids all count 32: the same logical warp
         if c.groups and c.reaching is None:
             ctx.report(RULE, c.op, f"`{c.expr}` numbers groups of 32 threads; nothing in this kernel counts a "
                        f"warp's lanes (no shuffle, vote or `warpSize`), so each group stays in lockstep inside a "
@@ -320,7 +332,7 @@ def _check_last_lane(ctx: Context) -> None:
             continue
         expr = ctx.span_text(lo, i + 1).decode("latin-1")
         fn = ctx.function_at(i)
-        if fn is not None and Reductions.of(ctx).reaching(fn) is not None \
+        if fn is not None and (Reductions.of(ctx).reaching(fn) is not None or logical_32(ctx, fn)) \
                 and ctx.text[lo] in group_lanes(ctx, Reductions.of(ctx), fn) and ctx.next_code(lo) == op:
             continue  # a logical warp of 32 throughout: its reduction's finding says so (warp_loops.py)
         if groups_only(ctx, [fn]):
@@ -430,6 +442,8 @@ def _check_constants(ctx: Context) -> None:
                        f"(make it `warpSize` only if warp operations come to use it)", subject=name.decode(),
                        confidence="medium", severity="info")
             continue
+        if _definition_right(ctx, name, vals[0], uses, device_users):
+            continue
         how = "define it as `warpSize`" if fixable else \
             "it is used where a constant is needed, so make the warp size a template parameter or size for 64"
         ctx.report(RULE, vals[0], f"`{name.decode()}` is defined as 32; every lane and warp computed from it assumes "
@@ -462,6 +476,8 @@ def _check_constants(ctx: Context) -> None:
                            f"(make it `warpSize` only if warp operations come to use it)", subject=name.decode(),
                            confidence="medium", severity="info")
                 continue
+            if _definition_right(ctx, name, v, uses, [ctx.function_at(k) for k in uses if ctx.device[k]]):
+                continue
             edits = namespace_constant_edits(ctx, i, uses)
             how = "its uses in device code read `warpSize` with the patch" if edits else \
                 "make the warp size a template parameter chosen on the host"
@@ -475,6 +491,8 @@ def _check_constants(ctx: Context) -> None:
         if fn is not None:
             hi = fn.body[1]
             uses = [k for k in range(i + 1, hi) if ctx.text[k] == name]
+            if uses and logical_32(ctx, fn) and _definition_right(ctx, name, v, uses, [fn]):
+                continue
             qualifiers = constexpr_as_const(ctx, i)
             if qualifiers is not None and all(const_context(ctx, k) is None for k in uses):
                 edits = [ctx.edit(v, "warpSize"), *qualifiers]
@@ -484,6 +502,32 @@ def _check_constants(ctx: Context) -> None:
                    f"({how})", edits=edits, subject=name.decode())
         _report_uses(ctx, name, v, range(i + 1, fn.body[1]) if fn is not None else range(i + 1, ctx.n))
     _check_header_constants(ctx)
+
+
+def logical_32(ctx: Context, fn) -> bool:
+    """``fn`` runs (or calls) a 16..1 shuffle reduction and every lane and warp id beside it counts 32 (none by the
+    hardware): a logical warp of 32. On a 64-lane wavefront each 32-lane half reduces on its own and its result is
+    stored under its own id of 32, the same sums as on 32-lane warps (reductions.py)."""
+    return Reductions.of(ctx).logical_32(fn)
+
+
+def _definition_right(ctx: Context, name: bytes, at: int, uses: list[int], device_users: list) -> bool:
+    """A constant of 32 that nothing here makes wrong, reported as an info: every device use is in a logical warp
+    of 32 (`logical_32`) and nothing else uses it but host code, or nothing in this file uses it at all (a
+    header's definition: each file using it is audited, and judges its uses, where they are)."""
+    if uses and not device_users:
+        return False  # host code only: the host's own findings say what it sizes
+    if device_users and not all(groups_only(ctx, [f]) or logical_32(ctx, f) for f in device_users):
+        return False
+    if device_users:
+        said = (f"`{name.decode()}` is 32 and every device use here goes with a 16..1 shuffle reduction whose lane "
+                f"and warp ids all count 32: each 32-lane half of a 64-lane wavefront reduces on its own, so the "
+                f"code is right on AMD as written (change the ids and the offsets together, or not at all)")
+    else:
+        said = (f"`{name.decode()}` is 32 but nothing in this file computes with it; each file using it is "
+                f"audited where it is used")
+    ctx.report(RULE, at, said, subject=name.decode(), confidence="medium", severity="info")
+    return True
 
 
 _HEADER_SUFFIXES = (".h", ".hh", ".hpp", ".hxx", ".cuh", ".inl", ".inc")

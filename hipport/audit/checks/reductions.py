@@ -9,10 +9,12 @@ own. With lane and warp ids of 32 (`tid % 32`, `tid / 32`, a `WARP_SIZE` of 32) 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
-from hipport.audit.checks.common import (SHUFFLES, WARP_OPS, operand_before, statement_end, statement_start,
-                                         thread_derived, user_defined)
+from hipport.audit.checks.common import (BALLOTS, SHUFFLES, SYNC_BUILTINS, WARP_OPS, operand_before,
+                                         split_template_args, statement_end, statement_start, thread_derived,
+                                         user_defined)
 from hipport.audit.checks.context import COMMENT, IDENT, LITERAL, THREAD_INDEX, Context, int_value
 
 OFFSET_SHUFFLES = {b"__shfl_down_sync", b"__shfl_xor_sync", b"__shfl_up_sync", b"__shfl_down", b"__shfl_xor",
@@ -22,6 +24,9 @@ _DOUBLING = (b"*= 2", b"<<= 1", b"* 2", b"<< 1")
 # operator, divisor value: a lane id (`x % 32`, `x & 31`) or a warp id (`x / 32`, `x >> 5`) of 32-lane warps
 _BLOCK_DIM = {b"blockDim", b"hipBlockDim_x"}
 _ID_32 = {(b"%", 32), (b"&", 31), (b"/", 32), (b">>", 5)}
+# A project's wrapper of an offset shuffle (`op.warp_shfl_down(v, o)`, `WARP_SHFL_XOR`, `shuffle_down`).
+SYNC_NAMES = SYNC_BUILTINS - {b"__syncwarp"}
+_SHUFFLE_WRAPPER = re.compile(rb"(?i)(?:shfl|shuffle)_?(?:down|xor|up)")
 
 
 @dataclass
@@ -37,7 +42,8 @@ def loop_offsets_32(ctx: Context, cond: tuple[int, int], init: tuple[int, int], 
                     body: tuple[int, int]) -> int | None:
     """The literal of a `for` loop over shuffle offsets 16..1 (`o = 16; o > 0; o /= 2`, `o = 1; o < 32; o *= 2`,
     `o <= 16`) whose body shuffles by offset, or None."""
-    if not any(ctx.text[k] in OFFSET_SHUFFLES for k in range(*body)):
+    if not any(ctx.text[k] in OFFSET_SHUFFLES or (_SHUFFLE_WRAPPER.search(ctx.text[k]) and ctx.kinds[k] == IDENT)
+               for k in range(*body)):
         return None
     init_lits = [k for k in range(*init) if ctx.kinds[k] == LITERAL]
     cond_lits = [k for k in range(*cond) if ctx.kinds[k] == LITERAL]
@@ -61,8 +67,7 @@ def _named_offsets_32(ctx: Context, cond: tuple[int, int], init: tuple[int, int]
         names = [k for k in code if ctx.kinds[k] == IDENT]
         if len(names) != 1 or not value_is_32(ctx, ctx.text[names[0]]):
             return None
-        if ctx.text[names[0]] == b"warpSize" and b"warpSize" not in ctx.macros \
-                and b"warpSize" not in ctx.header_constants:
+        if ctx.text[names[0]] == b"warpSize" and hip_warp_size(ctx):
             return None
         return names[0]
 
@@ -129,6 +134,8 @@ class Reductions:
         self._group_ids: dict[int, Ids] = {}
         self._rank = {id(fn): k for k, fn in enumerate(ctx.functions)}
         self._callees: dict[int, list] | None = None
+        self._components: dict[int, int] | None = None
+        self._crosses: dict[int, int] = {}
 
     @classmethod
     def of(cls, ctx: Context) -> Reductions:
@@ -165,7 +172,7 @@ class Reductions:
             found = None
             for k in range(*fn.body):
                 callee = self._names.get(ctx.text[k])
-                if callee is not None and ctx.is_call(k):
+                if callee is not None and called_at(ctx, k):
                     found = self.by_fn[callee.body[0]]
                     break
             self._reaching[fn.body[0]] = found
@@ -177,7 +184,7 @@ class Reductions:
             ctx = self.ctx
             callers = {}
             for k in ctx.positions(ctx.text[fn.name_index]):  # the calls, then the functions holding them
-                if ctx.is_call(k):
+                if k != fn.name_index and called_at(ctx, k):
                     for other in ctx.functions_holding(k):
                         if other is not fn and other.device:
                             callers[id(other)] = other
@@ -215,16 +222,131 @@ class Reductions:
             self._callees = {}
             for other in ctx.functions:
                 for k in ctx.positions(ctx.text[other.name_index]):
-                    if k != other.name_index and ctx.is_call(k):
+                    if k != other.name_index and called_at(ctx, k):
                         for holder in ctx.functions_holding(k):
                             found = self._callees.setdefault(holder.body[0], [])
                             if other not in found:
                                 found.append(other)
         return self._callees.get(fn.body[0], [])
 
+    def logical_32(self, fn) -> bool:
+        """``fn`` belongs with a 16..1 shuffle reduction (the functions joined to it by calls, either way, hold
+        one), they number lanes or warps in 32s, and none counts lanes by the hardware (`warpSize`,
+        `__lane_id()`) or runs an operation that sees both halves of a 64-lane wavefront: a logical warp of 32
+        throughout, right on a 64-lane wavefront (see the module's text)."""
+        if fn is None:
+            return False
+        if self._components is None:
+            self._components = self._join()
+        root = self._components.get(fn.body[0])
+        members = [f for f in self.ctx.functions if self._components.get(f.body[0]) == root]
+        if not any(f.body[0] in self.by_fn for f in members):
+            return False
+        fixed = False
+        for f in members:
+            if f.body[0] not in self._ids:
+                self._ids[f.body[0]] = _ids_in(self.ctx, f)
+            if self._ids[f.body[0]].hardware or self.crossing_op(f) >= 0:
+                return False
+            fixed = fixed or bool(self._ids[f.body[0]].fixed)
+        return fixed  # a reduction alone (a helper no caller here numbers) may serve ids of `warpSize`
+
+    def crosses(self, fn) -> bool:
+        """``fn`` itself runs a warp operation that sees both 32-lane halves of a 64-lane wavefront
+        (`_crosses_halves`): beside it, its ids of 32, or the reduction it holds, are not one logical warp of 32."""
+        return fn is not None and self.crossing_op(fn) >= 0
+
+    def crossing_op(self, f) -> int:
+        """The first such operation of ``f`` (its name's token), or -1."""
+        if f.body[0] not in self._crosses:
+            self._crosses[f.body[0]] = _crosses_halves(self.ctx, f)
+        return self._crosses[f.body[0]]
+
+    def _join(self) -> dict[int, int]:
+        """Body start -> a representative, for the file's functions joined by calls."""
+        parent = {fn.body[0]: fn.body[0] for fn in self.ctx.functions}
+
+        def root(b: int) -> int:
+            while parent[b] != b:
+                parent[b] = parent[parent[b]]
+                b = parent[b]
+            return b
+
+        for fn in self.ctx.functions:
+            for callee in self._called_by(fn):
+                parent[root(fn.body[0])] = root(callee.body[0])
+        return {b: root(b) for b in parent}
+
     def lines(self, tokens: list[int]) -> str:
         ctx = self.ctx
         return ", ".join(str(n) for n in sorted({ctx.lines.line_col(ctx.starts[k])[0] for k in tokens}))
+
+
+def called_at(ctx: Context, k: int) -> bool:
+    """Token ``k`` names a function called there: `f(x)`, or with template arguments, `f<T>(x)` (a block reduction
+    calling `warpReduceSum<T>(val)` is one 32-lane assumption with it). Asked only of names the file defines, so
+    a qualified call (`B::Warps()`, `op.warp_shfl_down(v, o)`) counts too."""
+    if ctx.kinds[k] != IDENT:
+        return False
+    if ctx.t(ctx.next_code(k)) == b"(":
+        return True
+    if ctx.t(ctx.next_code(k)) != b"<":
+        return False
+    split = split_template_args(ctx, ctx.next_code(k))
+    return split is not None and ctx.t(ctx.next_code(split[1])) == b"("
+
+
+def _crosses_halves(ctx: Context, fn) -> int:
+    """``fn`` runs a warp operation that may see both 32-lane halves of a 64-lane wavefront: a vote or ballot
+    (`__any_sync`, `__ballot`: the whole wavefront's), or a shuffle from an absolute lane with no width of 32 or
+    less (`__shfl_sync(m, v, k)`: lanes 32-63 read lane k of the lower half). Offset shuffles are judged with the
+    reduction they belong to; an index shuffle with `width` <= 32 stays inside its half."""
+    masks = None
+    for k in range(*fn.body):
+        t = ctx.text[k]
+        if t not in WARP_OPS or t in OFFSET_SHUFFLES or not ctx.is_call(k):
+            continue
+        if t in BALLOTS or t in (b"__ballot_sync", b"__any_sync", b"__all_sync"):
+            if masks is None:
+                masks = _mask_only(ctx, fn)
+            if k in masks:
+                continue
+        if t in SHUFFLES:
+            args = ctx.call_args(k) or []
+            w = SHUFFLES[t] + 2
+            value = int_value(ctx.span_text(*args[w]).strip()) if len(args) > w else None
+            if value is not None and 0 < value <= 32:
+                continue
+        return k
+    return -1
+
+
+def _mask_only(ctx: Context, fn) -> set[int]:
+    """Votes and ballots of ``fn`` whose result only ever serves as the mask of `*_sync` calls (`mask =
+    __ballot_sync(~0, tid < n); __shfl_down_sync(mask, v, o)`, `__shfl_sync(__activemask(), ...)`): they choose
+    the lanes taking part and count none."""
+    out: set[int] = set()
+    for k in range(*fn.body):
+        if ctx.text[k] not in BALLOTS and ctx.text[k] not in (b"__ballot_sync", b"__any_sync", b"__all_sync"):
+            continue
+        if not ctx.is_call(k):
+            continue
+        p = ctx.prev_code(k)
+        if ctx.t(p) in (b"(", b","):
+            outer = ctx.open_before(k)
+            name = ctx.prev_code(outer) if outer >= 0 else -1
+            if name >= 0 and ctx.text[name] in SYNC_NAMES and ctx.t(outer) == b"(" and ctx.next_code(outer) == k:
+                out.add(k)  # the first argument of a `*_sync` call
+            continue
+        if ctx.t(p) != b"=" or ctx.kinds[ctx.prev_code(p)] != IDENT or ctx.t(ctx.next_code(ctx.match(
+                ctx.next_code(k)))) != b";":
+            continue
+        var = ctx.text[ctx.prev_code(p)]
+        uses = [m for m in ctx.positions_between(var, ctx.prev_code(p) + 1, fn.body[1])]
+        if uses and all(ctx.t(ctx.prev_code(m)) == b"(" and ctx.t(ctx.next_code(m)) == b","
+                        and ctx.text[ctx.prev_code(ctx.prev_code(m))] in SYNC_NAMES for m in uses):
+            out.add(k)
+    return out
 
 
 def split_for(ctx: Context, i: int):
@@ -391,7 +513,7 @@ def uses_warp_ops(ctx: Context) -> set[int]:
     calls: dict[int, set[int]] = {}  # body start -> body starts of the file's functions it calls
     for name, callee in names.items():
         for k in ctx.positions(name):
-            if ctx.is_call(k):
+            if k != callee.name_index and called_at(ctx, k):
                 for b in bodies_holding(k):
                     calls.setdefault(b, set()).add(callee.body[0])
     for _ in range(4):
@@ -407,5 +529,5 @@ def uses_warp_ops(ctx: Context) -> set[int]:
     return direct
 
 
-__all__ = ["Ids", "OFFSET_SHUFFLES", "Reductions", "group_lanes", "guarded_by_lane", "loop_offsets_32",
+__all__ = ["Ids", "OFFSET_SHUFFLES", "Reductions", "called_at", "group_lanes", "guarded_by_lane", "loop_offsets_32",
            "uses_warp_ops", "value_is_32", "IDENT"]

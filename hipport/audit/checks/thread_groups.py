@@ -18,6 +18,7 @@ import re
 
 from hipport.audit.checks.common import WARP_OPS
 from hipport.audit.checks.context import IDENT, Context
+from hipport.audit.checks.reductions import called_at
 
 # Wavefront-wide operations and the types and calls that hold them (cooperative groups, hipCUB).
 _WAVE_WIDE = WARP_OPS | {b"__shfl", b"__shfl_up", b"__shfl_down", b"__shfl_xor", b"shfl", b"shfl_up", b"shfl_down",
@@ -75,7 +76,7 @@ def _group_only(ctx: Context) -> frozenset[int]:
 
     for name, callee in defined.items():
         for k in ctx.positions(name):
-            if k != callee.name_index and ctx.is_call(k):
+            if k != callee.name_index and called_at(ctx, k):
                 for b in bodies(k):
                     parent[root(b)] = root(callee.body[0])
     wide_roots = {root(b) for b in wide}
