@@ -1,5 +1,6 @@
 """Preprocessor conditions that test CUDA's own macros: header guards become HIP's, device-pass tests become
-`__HIP_DEVICE_COMPILE__`, and numeric version or architecture comparisons are reported, never rewritten. A macro
+`__HIP_DEVICE_COMPILE__`, and numeric version or architecture comparisons are reported, never rewritten (an info where the branch the AMD build
+then compiles stands there: `version_branches.py`). A macro
 the project defines itself for the AMD build (a compatibility header's `#define __CUDA_ARCH__ 1300`, in this file,
 the headers it includes with quotes, or elsewhere in the tree) is the project's: its tests stay as written."""
 
@@ -8,6 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from hipport.convert.calls import next_code, prev_code
+from hipport.convert.version_branches import taken_branch_note
 from hipport.scan import IDENT
 
 if TYPE_CHECKING:
@@ -58,6 +60,14 @@ def rewrite_conditions(conv: "ConversionContext") -> None:
                                  f"`{name}` compared beside `defined({name})`: on AMD the test is false as on the "
                                  f"host pass (left as written); an AMD fast path would test `__gfx90a__`-style "
                                  f"macros", subject=name)
+                    continue
+                taken = taken_branch_note(conv, d)
+                if taken is not None:
+                    # the branch the 0 picks stands on AMD (nothing the code after it needs is lost, no `#error`,
+                    # no name the release lacks): worth knowing, not a warning
+                    conv.finding("cuda-version-macro", "info", tokens.starts[k],
+                                 f"`{name}` is undefined on AMD, so this comparison sees 0 and the AMD build compiles "
+                                 f"{taken} (left as written)", subject=name)
                     continue
                 conv.finding("cuda-version-macro", "warning", tokens.starts[k],
                              f"`{name}` in a condition: {sem.version_macros[name]}", subject=name)
