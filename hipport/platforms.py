@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
+from hipport.pytorch_tree import extension_files, is_extension_header
 from hipport.rules import RuleError, _read_toml, builtin_rules_dir
 
 _CONDITIONS = {"if", "ifdef", "ifndef", "elif", "elifdef", "elifndef", "else", "endif"}
@@ -629,12 +630,13 @@ class TreeFacts:
     its content: it is part of the conversion options, which key the result cache."""
 
     __slots__ = ("other_platform", "inherited", "macros", "compat_macros", "compat_functions", "amd_only",
-                 "hip_build", "context", "counterparts", "_digest")
+                 "hip_build", "context", "counterparts", "pytorch", "_digest")
 
     def __init__(self, other_platform: dict | None = None, inherited: dict | None = None,
                  macros: frozenset = frozenset(), compat_macros: frozenset = frozenset(),
                  compat_functions: frozenset = frozenset(), amd_only: dict | None = None,
-                 hip_build: str = "", context: frozenset = frozenset(), counterparts: dict | None = None) -> None:
+                 hip_build: str = "", context: frozenset = frozenset(), counterparts: dict | None = None,
+                 pytorch: dict | None = None) -> None:
         # file (absolute, normalised) -> why it is the other platform's: only the other platform's branches include it
         self.other_platform = dict(other_platform or {})
         # file -> why it builds for both platforms although it has no HIP path of its own: a file that has one
@@ -656,12 +658,15 @@ class TreeFacts:
         # a macro the tree defines only for NVIDIA -> the same macro's AMD spelling beside it (cm's utils.h:
         # `CUDA_CHECK_RETURN` under `#if defined(__CUDACC__)`, `HIP_CHECK_RETURN` under `#if defined(__HIPCC__)`)
         self.counterparts = dict(counterparts or {})
+        # file -> why PyTorch's extension build compiles it, hipifying it first (`pytorch_tree.extension_files`)
+        self.pytorch = dict(pytorch or {})
         import hashlib
 
         h = hashlib.sha256(repr((sorted(self.other_platform.items()), sorted(self.inherited.items()),
                                  sorted(self.macros), sorted(self.compat_macros),
                                  sorted(self.compat_functions), sorted(self.amd_only.items()),
-                                 self.hip_build, sorted(self.context), sorted(self.counterparts.items()))).encode())
+                                 self.hip_build, sorted(self.context), sorted(self.counterparts.items()),
+                                 sorted(self.pytorch.items()))).encode())
         self._digest = h.hexdigest()[:16]
 
     def __repr__(self) -> str:
@@ -675,7 +680,8 @@ class TreeFacts:
 
     def __reduce__(self):
         return (TreeFacts, (self.other_platform, self.inherited, self.macros, self.compat_macros,
-                            self.compat_functions, self.amd_only, self.hip_build, self.context, self.counterparts))
+                            self.compat_functions, self.amd_only, self.hip_build, self.context, self.counterparts,
+                            self.pytorch))
 
     def in_context(self, path: str) -> bool:
         """``path`` is in the part of the tree that builds for AMD already."""
@@ -686,6 +692,10 @@ class TreeFacts:
         path, why only the AMD build compiles it), each "" where it is not."""
         key = os.path.normpath(os.path.abspath(path))
         return self.other_platform.get(key, ""), self.inherited.get(key, ""), self.amd_only.get(key, "")
+
+    def pytorch_build(self, path: str) -> str:
+        """Why PyTorch's extension build compiles ``path`` (and renames the CUDA names it maps), or ""."""
+        return self.pytorch.get(os.path.normpath(os.path.abspath(path)), "")
 
 
 @dataclass(slots=True)
@@ -698,6 +708,7 @@ class _TreeFile:
     amd: dict = field(default_factory=dict)  # header -> why: included on a branch only the AMD build compiles
     amd_region: bool = False                 # it has a branch only the AMD build compiles
     counterparts: dict = field(default_factory=dict)  # NVIDIA-only macro -> its AMD spelling (`_counterparts`)
+    torch: str = ""     # a PyTorch extension header it includes outside the other platform's branches
 
 
 def _read_tree_file(path: str, macros_of_interest: frozenset, defined: set) -> _TreeFile | None:
@@ -711,6 +722,7 @@ def _read_tree_file(path: str, macros_of_interest: frozenset, defined: set) -> _
     lines = lines_of(src)
     branches = classify(lines)
     live, dead, amd = [], [], {}
+    torch = ""
     for ln in lines:
         if ln.kind == "define" and macros_of_interest and not branches.in_other(ln.start):
             m = _DEFINE.match(ln.text)
@@ -718,8 +730,10 @@ def _read_tree_file(path: str, macros_of_interest: frozenset, defined: set) -> _
                 defined.add(m.group(1))
         if ln.kind != "include":
             continue
-        m = _QUOTED.match(ln.text)
-        header = resolve_quoted(m.group(1), path) if m else None
+        m = _QUOTED.match(ln.text) or _ANGLED.match(ln.text)
+        if m and not torch and is_extension_header(m.group(1)) and not branches.in_other(ln.start):
+            torch = m.group(1)
+        header = resolve_quoted(m.group(1), path) if m and m.re is _QUOTED else None
         if header is None or header == path:
             continue
         test = _enclosing_test(branches, ln.start)
@@ -738,7 +752,7 @@ def _read_tree_file(path: str, macros_of_interest: frozenset, defined: set) -> _
         own = own_facts(src, lines, branches)
         macros, functions = own.macros, own.functions
     return _TreeFile(live, dead, own_path, macros, functions, amd, bool(branches.amd),
-                     _counterparts(lines, branches) if branches.amd else {})
+                     _counterparts(lines, branches) if branches.amd else {}, torch)
 
 
 _MACRO_HEAD = re.compile(r"^([A-Za-z_]\w*)(\([^)]*\))?")
@@ -867,9 +881,12 @@ def tree_facts(paths: list, macros_of_interest: frozenset = frozenset()) -> Tree
             compat_macros |= f.macros
             compat_functions |= f.functions
     keep = set(sources)
+    pytorch = extension_files({p: f.torch for p, f in files.items()}, live_by,
+                              {p: f.live for p, f in files.items()}, set(other))
     return TreeFacts({p: w for p, w in other.items() if p in keep}, {p: w for p, w in inherited.items() if p in keep},
                      frozenset(defined), frozenset(compat_macros), frozenset(compat_functions),
-                     {p: w for p, w in amd_only.items() if p in keep}, "", frozenset(context & keep), counterparts)
+                     {p: w for p, w in amd_only.items() if p in keep}, "", frozenset(context & keep), counterparts,
+                     {p: w for p, w in pytorch.items() if p in keep})
 
 
 def _closure(seeds: set, neighbours) -> set:

@@ -170,6 +170,24 @@ def parse_pytorch(path: Path, data: dict) -> TorchData:
                      names, namespaces, macros, headers, folders, _text(path, "[path_rule]", rule, "why"), kept)
 
 
+_PY_COMMENT = re.compile(rb"#[^\n]*")
+
+
+def setup_builds_extension(src: bytes) -> tuple[int, str] | None:
+    """(offset, word) of the first of `[detect] setup_words` a `setup.py` names (`CUDAExtension` before
+    `BuildExtension`) when it imports them from `setup_module` (`torch.utils.cpp_extension`, or `from torch.utils
+    import cpp_extension`), else None. Comments are blanked, offsets kept."""
+    data = load_pytorch()
+    code = _PY_COMMENT.sub(lambda m: b" " * len(m.group()), src)
+    package, _, module = data.setup_module.rpartition(".")
+    if data.setup_module.encode() not in code and (not package or re.search(
+            rb"\bfrom\s+" + re.escape(package.encode()) + rb"\s+import\b[^\n]*\b" + re.escape(module.encode()) + rb"\b",
+            code) is None):
+        return None
+    return next(((m.start(), w) for w in data.setup_words
+                 for m in [re.search(rb"\b" + re.escape(w.encode()) + rb"\b", code)] if m is not None), None)
+
+
 @lru_cache(maxsize=1)
 def load_pytorch() -> TorchData:
     path = builtin_rules_dir() / "pytorch.toml"

@@ -464,7 +464,7 @@ def audit(paths, exclude, follow_symlinks, archs, rocm, select, ignore, include_
                                   project_exclude=tuple(config.get("exclude", [])), project_dir=base)
     except InputError as exc:
         fail(str(exc))
-    sources = _without_other_platform(sources, quiet)
+    sources, tree = _without_other_platform(sources, quiet)
     bodies_out_of_build = None
     if exclude or config.get("exclude"):
         sources, bodies_out_of_build = _without_excluded_only(sources, list(paths), follow_symlinks, quiet)
@@ -490,7 +490,7 @@ def audit(paths, exclude, follow_symlinks, archs, rocm, select, ignore, include_
         _make_dir(report_dir, "--output-dir" if output_dir is not None else "-o")
     rich_reports = [fmt for fmt, _ in plan if fmt != "text"]
     text_dest = next((dest for fmt, dest in plan if fmt == "text"), "none")
-    converter = _converter(rocm_version, config, rules, rule_dirs)
+    converter = _converter(rocm_version, config, rules, rule_dirs, tree)
     converted = []  # (source, in-memory conversion) of each audited file, for --verify
     file_reports = []
     err = sys.stderr  # not click.get_text_stream: deprecated, and Click 9 removes it
@@ -695,11 +695,14 @@ def _without_other_platform(sources, quiet: bool):
     """The sources less those only the other platform's branches include (ggml's `vendors/cuda.h`, reached only from
     the `#else` of `#ifdef GGML_USE_HIP`): the AMD build never compiles them, so they are not audited as its code,
     as `convert` leaves them alone (`platforms.tree_facts`, read over the whole run)."""
-    from hipport.platforms import tree_facts
+    from hipport.platforms import TreeFacts, tree_facts
 
     facts = tree_facts([s.path for s in sources if s.skip is None])
+    # Of the tree's facts the audit's conversion takes only which files PyTorch's extension build hipifies: its
+    # single-source findings leave the CUDA names that build renames (docs/audit.md).
+    tree = TreeFacts(pytorch=facts.pytorch) if facts.pytorch else None
     if not facts.other_platform:
-        return sources
+        return sources, tree
     kept = [s for s in sources if s.skip is not None or facts.of(str(s.path))[0] == ""]
     left = [s for s in sources if s not in kept]
     if left and not quiet:
@@ -707,7 +710,7 @@ def _without_other_platform(sources, quiet: bool):
         click.echo(one_line(f"left out: {len(left)} file{'s' if len(left) > 1 else ''} only the other platform's "
                             f"branches include, which the AMD build never compiles (first: {show(first.path)}: "
                             f"{facts.of(str(first.path))[0]})"), err=True)
-    return kept
+    return kept, tree
 
 
 def _without_excluded_only(sources, paths, follow_symlinks: bool, quiet: bool):
@@ -738,14 +741,14 @@ def _as_built(options):
     return lambda src, path: view(src, known, undefined, path)
 
 
-def _converter(rocm_version: tuple[int, ...], config, rules, dirs: list[Path]):
+def _converter(rocm_version: tuple[int, ...], config, rules, dirs: list[Path], tree=None):
     """The convert engine as `hipport convert` would run it here (project config, hipify-perl, extra rules:
     ``rules()``, loaded from ``dirs``), returning an in-memory FileResult per file; nothing is written."""
     from hipport.convert.context import ConvertOptions
 
     target = (tuple(rocm_version) + (0, 0))[:2]
     convert_options = ConvertOptions(roc=config.get("roc", False), rocm_version=target,
-                                     launch_syntax=config.get("launch-syntax", "cuda"))
+                                     launch_syntax=config.get("launch-syntax", "cuda"), tree=tree)
 
     def run(src: bytes, path: str):
         from hipport.convert.engine import convert_source

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from hipport import directives as dirs
 from hipport.convert.context import token_at
 from hipport.model import FileResult, Finding
-from hipport.pytorch_data import TorchData, TorchName, load_pytorch
+from hipport.pytorch_data import TorchData, TorchName, load_pytorch, setup_builds_extension
 from hipport.scan import COMMENT, IDENT, KEYWORD
 
 if TYPE_CHECKING:
@@ -215,25 +215,16 @@ def _next_code(ctx, i: int) -> int | None:
 
 # -- setup.py -------------------------------------------------------------------------------------------------------
 
-_PY_COMMENT = re.compile(rb"#[^\n]*")
-
-
 def setup_result(src: bytes, path: str) -> FileResult:
     """A `setup.py`, left as it is; one finding (`pytorch-extension`, info) when it builds a PyTorch extension with
     `CUDAExtension`/`BuildExtension`: PyTorch builds such an extension for ROCm itself."""
-    data = load_pytorch()
     result = FileResult(path, src, src)
-    code = _PY_COMMENT.sub(lambda m: b" " * len(m.group()), src)  # offsets kept
-    if data.setup_module.encode() not in code:
-        return result
-    # The first of `setup_words` the script names (`CUDAExtension` before `BuildExtension`), where it first does.
-    found = next(((m.start(), w) for w in data.setup_words
-                  for m in [re.search(rb"\b" + re.escape(w.encode()) + rb"\b", code)] if m is not None), None)
+    found = setup_builds_extension(src)
     if found is None:
         return result
     offset, word = found
-    line = code.count(b"\n", 0, offset) + 1
-    col = offset - (code.rfind(b"\n", 0, offset) + 1) + 1
+    line = src.count(b"\n", 0, offset) + 1
+    col = offset - (src.rfind(b"\n", 0, offset) + 1) + 1
     result.findings.append(Finding(
         SETUP_FINDING, "info", line, col,
         f"`{word}` builds a PyTorch extension: on ROCm PyTorch hipifies its sources itself when it builds them, so "

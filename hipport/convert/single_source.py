@@ -25,6 +25,7 @@ from hipport import directives as dirs
 from hipport import platforms
 from hipport.convert.usernames import CUDA_PREFIX
 from hipport.model import Conversion, Finding
+from hipport.pytorch_data import load_pytorch
 from hipport.scan import COMMENT, IDENT, KEYWORD, PUNCT
 
 GPU_SUFFIXES = (".cu", ".cuh", ".hip")
@@ -92,6 +93,21 @@ class FilePlatform:
         # For tests of GPU macros: also those the tree defines anywhere on its AMD path (`__CUDA_ARCH__`).
         self.condition_macros = self.macros | (tree.macros if tree is not None else frozenset())
         self.includes_hip_runtime = self.headers.includes_hip_runtime
+        # PyTorch's extension build hipifies the file before compiling it (pytorch_tree.py), renaming CUDA's names
+        self.pytorch = tree.pytorch_build(ctx.path) if tree is not None and ctx.path else ""
+        if not self.pytorch:
+            self.pytorch = _includes_extension_header(ctx, self.branches)
+
+    def build_renames(self, conv: Conversion) -> bool:
+        """PyTorch's extension build renames what this conversion renames: a CUDA name or header hipport's rename
+        tables map (hipport has no table of PyTorch's own; where both know a name they agree on its HIP name). An
+        argument rewrite is not its: that build only renames."""
+        if not self.pytorch:
+            return False
+        rules = self._ctx.rules
+        if conv.category == "include":
+            return conv.cuda in rules.headers
+        return conv.cuda in rules.names and _IDENT.fullmatch(conv.hip) is not None
 
     def keeps_condition(self, name: str) -> bool:
         """A test of ``name`` stays as written: the project defines it for the AMD build (`__CUDA_ARCH__` in its
@@ -108,6 +124,20 @@ class FilePlatform:
         if found is None:
             found = self._declared[name] = _declared_at_file_scope(self._ctx, name, self.branches)
         return found
+
+
+_IDENT = re.compile(r"[A-Za-z_]\w*")
+
+
+def _includes_extension_header(ctx, branches) -> str:
+    """Why the file is a PyTorch extension's on its own (no tree read): it includes one of PyTorch's extension
+    headers outside the other platform's branches."""
+    data = load_pytorch()
+    for d in ctx.structure.directives:
+        target = dirs.include_target(ctx.tokens, d)
+        if target is not None and not branches.in_other(d.start) and data.is_extension_header(target[2].decode("latin-1").strip()):
+            return f"includes `{target[2].decode('latin-1').strip()}`, which only PyTorch's extension build provides"
+    return ""
 
 
 def is_gpu_source(ctx) -> bool:
@@ -279,7 +309,8 @@ def _amd_build_has(plat: FilePlatform, conv: Conversion, conditions: list[tuple[
     """The project's AMD build resolves this dropped conversion as the file stands: its compatibility layer maps the
     name, the conversion only adds `<hip/hip_runtime.h>` (`(device code)`: hipcc includes it by itself), or it sits
     in a condition, which that build evaluates as written."""
-    return conv.cuda.startswith("(") or any(a <= conv.start < b for a, b in conditions) or plat.defines(conv.cuda)
+    return conv.cuda.startswith("(") or any(a <= conv.start < b for a, b in conditions) or plat.defines(conv.cuda) \
+        or plat.build_renames(conv)
 
 
 def _report_kept(ctx, dropped: list[Conversion], conditions: list[tuple[int, int]]) -> None:
@@ -299,6 +330,9 @@ def _report_kept(ctx, dropped: list[Conversion], conditions: list[tuple[int, int
         elif re.fullmatch(r"[A-Za-z_]\w*", conv.hip or "") and re.fullmatch(r"[A-Za-z_]\w*", conv.cuda):
             message = (f"`{conv.cuda}` left: this file also builds for NVIDIA ({where}); for AMD, map it where "
                        f"the project does: `#define {conv.cuda} {conv.hip}`")
+        elif plat.pytorch and conv.cuda in ctx.rules.names:
+            message = (f"`{conv.cuda}`: PyTorch's extension build renames it for AMD ({plat.pytorch}) but leaves its "
+                       f"arguments; its HIP form (`{conv.hip[:60]}`) needs a branch of its own for AMD")
         else:
             message = (f"`{conv.cuda}` left: this file also builds for NVIDIA ({where}); its HIP form "
                        f"(`{conv.hip[:60]}`) needs a branch of its own for AMD")
