@@ -137,18 +137,32 @@ def _audit(cwd, target="k.hip"):
 
 def test_project_switch_from_settings_or_build_files(tmp_path):
     (tmp_path / ".git").mkdir()
-    (tmp_path / "k.hip").write_bytes(SOURCE)
+    # `AMD_BUILD` is the project's own name (rules/platforms.toml does not give it the AMD build)
+    (tmp_path / "k.hip").write_bytes(SOURCE.replace(b"USE_ROCM", b"AMD_BUILD"))
     r = _audit(tmp_path, ".")               # a `.hip` file is a source; no switch known: both branches judged
     assert r.returncode == 1 and b"k.hip:4" in r.stdout, r.stdout + r.stderr
-    (tmp_path / "Makefile").write_text("HIPFLAGS = -DUSE_ROCM\n")
+    (tmp_path / "Makefile").write_text("HIPFLAGS = -DAMD_BUILD\n")
     r = _audit(tmp_path)
     assert r.returncode == 0 and b"k.hip:4" not in r.stdout, r.stdout + r.stderr
     (tmp_path / ".hipport.toml").write_text("defines = []\n")   # the settings name the switches: they win
     r = _audit(tmp_path)
     assert r.returncode == 1 and b"k.hip:4" in r.stdout, r.stdout + r.stderr
-    (tmp_path / ".hipport.toml").write_text('defines = ["USE_ROCM"]\n')
+    (tmp_path / ".hipport.toml").write_text('defines = ["AMD_BUILD"]\n')
     r = _audit(tmp_path)
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_the_amd_builds_own_switches_are_defined_for_it(tmp_path):
+    # rules/platforms.toml's AMD names (`USE_ROCM`): a project's HIP build passes them (HeCBench attention-paged-hip:
+    # `-DUSE_ROCM`) and convert leaves their other branches as the NVIDIA build's, so the audit does too
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "k.hip").write_bytes(SOURCE)
+    r = _audit(tmp_path)
+    assert r.returncode == 0 and b"k.hip:4" not in r.stdout, r.stdout + r.stderr
+    (tmp_path / ".hipport.toml").write_text('defines = ["!USE_ROCM"]\n')   # unless the settings say otherwise
+    r = _audit(tmp_path)
+    assert r.returncode == 1 and b"k.hip:4" in r.stdout, r.stdout + r.stderr
+    assert view(SOURCE, dict(AMD_DEFINES)).count(b"__shfl_xor") == 1
 
 
 def test_included_headers_say_what_they_define_for_amd(tmp_path):

@@ -6,14 +6,19 @@ branch that is certainly not compiled for AMD becomes spaces. Offsets and line n
 findings and patches computed on the view apply to the file's own bytes.
 
 A condition is judged only when it can be: names hipcc defines for AMD are true, names of the NVIDIA platform are
-false, the project's own switches (settings' `defines`, `-D` flags of its build files) are true; anything else
-(`__CUDA_ARCH__`, `CUDA_VERSION`, a name the file does not settle) leaves every branch of that `#if` in view.
+false, the project's own switches (settings' `defines`, `-D` flags of its build files) are true, and so are the
+names rules/platforms.toml gives the AMD build (`USE_ROCM`, `*_HIP`), which a project's HIP build passes
+(HeCBench attention-paged-hip's `-DUSE_ROCM`) and whose other branches `convert` leaves as the NVIDIA build's; anything
+else (`__CUDA_ARCH__`, `CUDA_VERSION`, a name the file does not settle) leaves every branch of that `#if` in view.
 """
 
 from __future__ import annotations
 
 import os
 import re
+from functools import lru_cache
+
+from hipport.platforms import platform_data
 
 # What hipcc (HIP-Clang) defines when it compiles for an AMD GPU, on the host and on the device pass alike.
 AMD_DEFINES = {"__HIP_PLATFORM_AMD__": 1, "__HIP_PLATFORM_HCC__": 1, "__HIPCC__": 1, "__HIP__": 1}
@@ -37,6 +42,13 @@ _QUOTED = re.compile(rb'^[ \t]*"([^"]+)"')
 _TOKEN = re.compile(r"\s*(defined|[A-Za-z_]\w*|0[xX][0-9a-fA-F]+[uUlL]*|\d+[uUlL]*|&&|\|\||==|!=|<=|>=|<<|>>|"
                     r"[()!<>+\-*/%])")
 _DEFINE = re.compile(rb"^[ \t]*([A-Za-z_]\w*)(?:[ \t]+(\d+))?[ \t]*$")
+
+
+@lru_cache(maxsize=4096)
+def amd_switch(name: str) -> bool:
+    """A name rules/platforms.toml gives the AMD build's switch (`USE_ROCM`, `GGML_USE_HIP`): defined there, as its
+    HIP build passes it, unless the file, its headers or the settings (`!USE_ROCM`) say otherwise."""
+    return platform_data().side(name) == "amd"
 
 
 def defines_for(options) -> dict[str, int]:
@@ -172,6 +184,8 @@ class _Parser:
                 return 1
             if name in self.undefined:
                 return 0
+            if amd_switch(name):
+                return 1
             raise _Unknown
         if tok[0].isdigit():
             return int(tok.rstrip("uUlL"), 0) if not (len(tok) > 1 and tok[0] == "0" and tok[1].isdigit()) \
@@ -180,6 +194,8 @@ class _Parser:
             return self.known[tok]
         if tok in self.undefined:
             return 0  # an undefined name in `#if` is 0
+        if amd_switch(tok):
+            return 1
         raise _Unknown
 
 
@@ -221,6 +237,13 @@ def _logical_lines(src: bytes):
 
 
 _QUICK = re.compile(rb"^[ \t]*#[ \t]*(?:if|elif)", re.M)
+_CONDITION_LINE = re.compile(rb"^[ \t]*#[ \t]*(?:if|elif)\w*([^\n]*)", re.M)
+
+
+def _tests_a_switch(src: bytes) -> bool:
+    """A condition of ``src`` names one of the AMD build's switches (`#ifdef USE_ROCM`)."""
+    return any(amd_switch(w.decode("latin-1")) for m in _CONDITION_LINE.finditer(src)
+               for w in re.findall(rb"[A-Za-z_]\w*", m.group(1)))
 
 
 class Facts:
@@ -245,7 +268,8 @@ def view(src: bytes, known: dict[str, int], undefined=AMD_UNDEFINED, path: str =
     `#ifndef __HIP_PLATFORM_AMD__`). ``facts``, when given, is filled in (see `Facts`)."""
     if not _QUICK.search(src):
         return src
-    if not (path and b'include' in src) and not any(w.encode() in src for w in (*known, *undefined)):
+    if not (path and b'include' in src) and not any(w.encode() in src for w in (*known, *undefined)) \
+            and not _tests_a_switch(src):
         return src
     if facts is not None:
         facts.stated = getattr(undefined, "stated", frozenset())
@@ -402,6 +426,8 @@ def _condition(kind: str, rest: bytes, known, undefined) -> int | None:
             value = 1
         elif name in undefined:
             value = 0
+        elif amd_switch(name):
+            value = 1
         else:
             return None
         return value if kind == "ifdef" else 1 - value
