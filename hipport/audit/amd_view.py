@@ -24,7 +24,9 @@ from hipport.platforms import platform_data
 AMD_DEFINES = {"__HIP_PLATFORM_AMD__": 1, "__HIP_PLATFORM_HCC__": 1, "__HIPCC__": 1, "__HIP__": 1}
 # Never defined for AMD. `__CUDA_ARCH__` and `__CUDACC__` are not here: a CUDA source is audited before convert
 # renames them to their HIP twins, so their branches are the device pass / the HIP build.
-AMD_UNDEFINED = frozenset({"__HIP_PLATFORM_NVIDIA__", "__HIP_PLATFORM_NVCC__", "__NVCC__"})
+# `__PTX__` (flashinfer's `#if defined(__PTX__)` around its asm): neither rocm7-hipcc (7.2.4) nor rocm64-hipcc (6.4.3)
+# defines it, host or device pass (`-dM -E -x hip`, checked).
+AMD_UNDEFINED = frozenset({"__HIP_PLATFORM_NVIDIA__", "__HIP_PLATFORM_NVCC__", "__NVCC__", "__PTX__"})
 # The CUDA toolkit's version macros: CUDA's headers and nvcc define them, and neither hipcc nor any header of ROCm
 # 6.2.2, 6.4.3 or 7.2.4 does (their include trees and clang's, and `hipcc -dM -E`, checked), and convert leaves them
 # as written (`cuda-version-macro`). So `#if CUDART_VERSION >= 11000` is false in the AMD build unless the project

@@ -31,24 +31,36 @@ _MAX_BUILD_BYTES = 1_000_000
 # A time this close to the walk may still change within the file system's clock tick without the time changing
 # (the "racy" entries of git's index): such a walk is not remembered.
 _RACY_SECONDS = 2.0
-_CACHE_FORMAT = 2
+_CACHE_FORMAT = 3
 
 
 def build_defines(root: str, limit: int = 200, max_dirs: int = 5000, cache_dir: str | None = None) -> tuple[str, ...]:
     """`-D` switches named for ROCm/HIP/AMD in the project's build files under ``root``, sorted. At most
     ``limit`` build files and ``max_dirs`` folders are read, so a huge tree costs no more than a moment. With
     ``cache_dir``, a walk whose folders and files are unchanged since the last one is not made again."""
+    return _record(root, limit, max_dirs, cache_dir)["defines"]
+
+
+def build_macros(root: str, limit: int = 200, max_dirs: int = 5000, cache_dir: str | None = None) -> tuple[str, ...]:
+    """Every name the project's build files pass with `-D` (`VERIFY` under `ifeq ($(VERIFY),yes)` too), sorted: what
+    some configuration of its build may define, for opt-in switches (`#ifdef PTX`) nothing else defines."""
+    return _record(root, limit, max_dirs, cache_dir)["macros"]
+
+
+def _record(root: str, limit: int, max_dirs: int, cache_dir: str | None) -> dict:
     if cache_dir is None:
-        return _walk(root, limit, max_dirs)[0]
+        defines, seen, macros = _walk(root, limit, max_dirs)
+        return {"defines": defines, "macros": macros}
     path = _cache_path(cache_dir, root, limit, max_dirs)
     remembered = _read(path)
     if remembered is not None and _unchanged(remembered["seen"]):
-        return remembered["defines"]
+        return remembered
     started = time.time()
-    defines, seen = _walk(root, limit, max_dirs)
+    defines, seen, macros = _walk(root, limit, max_dirs)
+    record = {"format": _CACHE_FORMAT, "defines": defines, "seen": seen, "macros": macros}
     if all(stamp[0] / 1e9 < started - _RACY_SECONDS for _, stamp in seen):
-        store_pickle(Path(path), {"format": _CACHE_FORMAT, "defines": defines, "seen": seen}, "build-switches")
-    return defines
+        store_pickle(Path(path), record, "build-switches")
+    return record
 
 
 def _stamp(st: os.stat_result) -> tuple[int, int, int, int]:
@@ -59,9 +71,10 @@ def _stamp(st: os.stat_result) -> tuple[int, int, int, int]:
 _MISSING = (-1, -1, -1, -1)
 
 
-def _walk(root: str, limit: int, max_dirs: int) -> tuple[tuple[str, ...], list[tuple[str, tuple]]]:
-    """(the switches, (path, stamp) of every folder listed and build file read)."""
+def _walk(root: str, limit: int, max_dirs: int) -> tuple[tuple[str, ...], list[tuple[str, tuple]], tuple[str, ...]]:
+    """(the AMD switches, (path, stamp) of every folder listed and build file read, every `-D` name)."""
     found: set[str] = set()
+    mentioned: set[str] = set()
     seen: list[tuple[str, tuple]] = []
     files_read = 0
     for count, (folder, dirs, files) in enumerate(os.walk(root)):
@@ -77,7 +90,7 @@ def _walk(root: str, limit: int, max_dirs: int) -> tuple[tuple[str, ...], list[t
                 continue
             files_read += 1
             if files_read > limit:
-                return tuple(sorted(found)), seen
+                return tuple(sorted(found)), seen, tuple(sorted(mentioned))
             file_path = os.path.join(folder, name)
             try:
                 with open(file_path, "rb") as fh:
@@ -91,6 +104,7 @@ def _walk(root: str, limit: int, max_dirs: int) -> tuple[tuple[str, ...], list[t
                 continue
             for m in _D_FLAG.finditer(text):
                 word = m.group(1)
+                mentioned.add(word.decode())
                 if _AMD_SWITCH.search(word) and not _NOT_AMD.search(word) and not word.startswith(b"__"):
                     found.add(word.decode() + (f"={m.group(2).decode()}" if m.group(2) else ""))
     if not seen:  # no folder there (yet): remember that, so that one made later is walked
@@ -98,7 +112,7 @@ def _walk(root: str, limit: int, max_dirs: int) -> tuple[tuple[str, ...], list[t
             seen.append((root, _stamp(os.stat(root))))
         except OSError:
             seen.append((root, _MISSING))
-    return tuple(sorted(found)), seen
+    return tuple(sorted(found)), seen, tuple(sorted(mentioned))
 
 
 def _unchanged(seen) -> bool:

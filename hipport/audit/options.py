@@ -21,6 +21,9 @@ class AuditOptions:
     include_dirs: tuple[str, ...] = ()
     # The project's own switches for its AMD build (`USE_ROCM`, `GGML_USE_HIP=1`), from settings and build files.
     defines: tuple[str, ...] = ()
+    # Names some configuration of the project may define: every `-D` of its build files, every `#define` of the
+    # run's files. An opt-in switch none of them names (`#ifdef PTX`) is never defined.
+    project_macros: tuple[str, ...] = ()
 
     def wants(self, rule_id: str) -> bool:
         return (not self.select or rule_id in self.select) and rule_id not in self.ignore

@@ -9,6 +9,7 @@ import gc
 import io
 import os
 import posixpath
+import re
 import signal
 import sys
 from collections import Counter
@@ -26,7 +27,7 @@ from hipport.audit.hazards import (
     load_all_rules,
     parse_version,
 )
-from hipport.audit.build_switches import build_defines
+from hipport.audit.build_switches import build_defines, build_macros
 from hipport.audit.options import AuditOptions, dependency_key, quoted_includes
 from hipport.cache import ResultCache, rules_fingerprint
 from hipport.cli.options import (
@@ -474,7 +475,14 @@ def audit(paths, exclude, follow_symlinks, archs, rocm, select, ignore, include_
         defines = tuple(config.get("defines"))
     else:
         defines = build_defines(str(base), cache_dir=None if no_cache else str(cache_dir or user_cache_dir()))
-    options = AuditOptions(arch_list, rocm_version, selected, ignored, include_dirs=headers, defines=defines)
+    walk_cache = None if no_cache else str(cache_dir or user_cache_dir())
+    # The project's walk stops at 200 build files: each folder audited is walked too, so its own are never missed.
+    from_build = {*build_macros(str(base), cache_dir=walk_cache),
+                  *(n for d in sorted({str(q.resolve()) for q in paths if q.is_dir()} - {str(Path(base).resolve())})
+                    for n in build_macros(d, cache_dir=walk_cache))}
+    macros = _project_macros(sources, tuple(sorted(from_build)))
+    options = AuditOptions(arch_list, rocm_version, selected, ignored, include_dirs=headers, defines=defines,
+                           project_macros=macros)
     # path -> lines of the macro bodies only excluded files expand: never compiled for AMD
     out_of_build = bodies_out_of_build(options) if bodies_out_of_build is not None else {}
     if write_baseline is not None:
@@ -731,6 +739,26 @@ def _without_excluded_only(sources, paths, follow_symlinks: bool, quiet: bool):
                             f"{why[os.path.normpath(os.path.abspath(first.path))]})"), err=True)
     kept_paths = sorted(os.path.normpath(os.path.abspath(s.path)) for s in kept if s.skip is None)
     return kept, lambda options: macro_bodies_only_excluded_expand(kept_paths, excluded, _as_built(options))
+
+
+_DEFINE_LINE = re.compile(rb"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)", re.M)
+
+
+def _project_macros(sources, from_build: tuple[str, ...]) -> tuple[str, ...]:
+    """What some configuration of the project may define (`AuditOptions.project_macros`): the build files' `-D`
+    names and every name the run's files `#define` (an includer's `#define PTX` before the header that tests it)."""
+    names = set(from_build)
+    for s in sources:
+        if s.skip is not None:
+            continue
+        try:
+            with open(s.path, "rb") as fh:
+                src = fh.read(4_000_000)
+        except OSError:
+            continue
+        if b"define" in src:
+            names.update(m.group(1).decode("latin-1") for m in _DEFINE_LINE.finditer(src))
+    return tuple(sorted(names))
 
 
 def _as_built(options):

@@ -1,10 +1,15 @@
-"""Check 6: inline PTX `asm(...)`, with built-in replacements for the common one-instruction idioms."""
+"""Check 6: inline PTX `asm(...)`, with built-in replacements for the common one-instruction idioms.
+
+PTX under an opt-in switch nothing defines (`#ifdef PTX ... #else portable ... #endif`, no `-DPTX` in any build file,
+no `#define PTX` in the file, its quoted headers or the run's files) is not compiled by any build: the `#else` is.
+"""
 
 from __future__ import annotations
 
 import re
 
 from hipport.audit.checks.context import COMMENT, IDENT, KEYWORD, LITERAL, Context
+from hipport.audit.options import quoted_includes
 
 RULE = "inline-ptx"
 _ASM = {b"asm", b"__asm__", b"__asm"}
@@ -33,6 +38,8 @@ def check(ctx: Context) -> None:
         if not _PTX_HINT.search(template):
             continue  # AMD GCN assembly, or not assembly we recognise
         if _in_amd_block(ctx, i, amd_blocks):
+            continue
+        if _under_switch_nothing_defines(ctx, i):
             continue
         end = ctx.next_code(close)
         stmt_end = end if ctx.t(end) == b";" else None
@@ -114,3 +121,57 @@ def _in_amd_block(ctx: Context, i: int, amd_blocks: set[int]) -> bool:
         if d.name in (b"else", b"elif") and d.block and d.block[-1] in amd_blocks:
             current = ()  # the other branch
     return any(b in amd_blocks for b in current)
+
+
+_SWITCH = re.compile(rb"^(?:ifdef\s+([A-Za-z_]\w*)|if\s+defined\s*(?:\(\s*([A-Za-z_]\w*)\s*\)|([A-Za-z_]\w*)))\s*$")
+_CHAIN = (b"if", b"ifdef", b"ifndef", b"elif", b"elifdef", b"elifndef", b"else", b"endif")
+
+
+def _under_switch_nothing_defines(ctx: Context, i: int) -> bool:
+    """Token ``i`` lies in the first branch of `#ifdef X` / `#if defined(X)` whose other branch holds no asm, and X
+    is a project name (no leading underscore) that no build file, no file of the run and none of this file's
+    quoted headers defines: no configuration compiles that branch."""
+    directives = [d for d in ctx.structure.directives if d.name in _CHAIN]
+    before = [d for d in directives if d.first < i]
+    if not before:
+        return False
+    # the innermost conditional block around ``i``
+    depth_block = before[-1].block if before[-1].name != b"endif" else before[-1].block[:-1]
+    if not depth_block:
+        return False
+    block = depth_block[-1]
+    members = [d for d in directives if d.block and d.block[-1] == block and len(d.block) == len(depth_block)]
+    if len(members) < 3 or members[0].name not in (b"if", b"ifdef") or members[1].first < i:
+        return False  # no other branch, or ``i`` is not in the first one
+    text = b" ".join(ctx.text[k] for k in range(members[0].first + 1, members[0].last)
+                     if ctx.kinds[k] != COMMENT)
+    m = _SWITCH.match(text)
+    if m is None:
+        return False
+    name = (m.group(1) or m.group(2) or m.group(3)).decode("latin-1")
+    if name.startswith("_") or name in ctx.options.project_macros:
+        return False  # a compiler's or the implementation's name, or one some configuration defines
+    if any(ctx.text[k] in _ASM for k in range(members[1].first, members[-1].first) if ctx.kinds[k] in (IDENT, KEYWORD)):
+        return False  # the other branch is no portable alternative
+    return not _defined_here(ctx.src, ctx.path, name, ctx.options.include_dirs)
+
+
+def _defined_here(src: bytes, path: str, name: str, include_dirs: tuple, depth: int = 0, seen=None) -> bool:
+    """A `#define NAME` in ``src`` or the headers it includes with quotes (and theirs)."""
+    if re.search(rb"^[ \t]*#[ \t]*define[ \t]+" + re.escape(name.encode()) + rb"\b", src, re.M):
+        return True
+    if not path or depth >= 8:
+        return False
+    seen = set() if seen is None else seen
+    for header, _st in quoted_includes(src, path, include_dirs):
+        if header in seen:
+            continue
+        seen.add(header)
+        try:
+            with open(header, "rb") as fh:
+                text = fh.read(2_000_000)
+        except OSError:
+            continue
+        if _defined_here(text, header, name, include_dirs, depth + 1, seen):
+            return True
+    return False
