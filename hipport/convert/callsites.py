@@ -8,6 +8,7 @@ import re
 from typing import TYPE_CHECKING
 
 from hipport.convert import mask_variables
+from hipport.convert.amd_args import amd_arguments
 from hipport.convert.calls import Arg, call_args, matching_close
 from hipport.convert.declared import canonical, declared_type
 from hipport.scan import IDENT, LITERAL
@@ -56,7 +57,7 @@ def rewrite_calls(conv: "ConversionContext") -> None:
         found = call_args(tokens, i)
         if found is None:
             continue
-        _, _, args = found
+        args = amd_arguments(conv, found[2])  # a platform test inside the call: the AMD build's arguments
         if name in sem.location:
             _location_to_device(conv, i, name, args)
         if name in sem.defaults:
