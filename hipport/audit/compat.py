@@ -135,3 +135,108 @@ def mask_dropping_in(view_src: bytes, headers: list[str], options, path: str = "
     if path and not path.endswith((".cu", ".hip", ".cpp", ".cc")):
         names |= _includers(path, known)
     return frozenset(names)
+
+
+# -- what a compatibility layer defines for AMD: macros and overloads ---------------------------------------------
+
+_ANY_DEFINE = re.compile(rb"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)", re.M)
+# `void atomicAdd(half2* address, half2 val)`: a function taking a pointer first, declared (a type word before the
+# name, a parameter name after the `*`), not called.
+_POINTER_FIRST = re.compile(rb"\b[A-Za-z_]\w*[ \t*&]+([A-Za-z_]\w*)\s*\(\s*(?:(?:const|volatile)\s+)*"
+                            rb"([A-Za-z_]\w*)\s*\*\s*(?:__restrict__\s+)?[A-Za-z_]\w*\s*[,)]")
+
+
+class Definitions:
+    """What the AMD build's view of a file, the headers it includes with quotes and (for a header) the headers
+    included before it where it is included, define: macro names, and for a function the pointee types of the
+    first parameter of its overloads (`atomicAdd` -> {"half2"})."""
+
+    __slots__ = ("macros", "overloads")
+
+    def __init__(self, macros=frozenset(), overloads=None) -> None:
+        self.macros = frozenset(macros)
+        self.overloads = dict(overloads or {})
+
+    def overloads_for(self, name: bytes, pointee: str) -> bool:
+        """An overload of ``name`` takes a pointer to ``pointee`` first (`half2` and `__half2` are one type)."""
+        want = pointee.strip().lstrip("_").encode()
+        return any(t.lstrip(b"_") == want for t in self.overloads.get(name, ()))
+
+
+def _definitions(view: bytes) -> tuple[frozenset, dict]:
+    overloads: dict[bytes, set[bytes]] = {}
+    for m in _POINTER_FIRST.finditer(view):
+        overloads.setdefault(m.group(1), set()).add(m.group(2))
+    return frozenset(m.group(1) for m in _ANY_DEFINE.finditer(view)), overloads
+
+
+@lru_cache(maxsize=512)
+def _defs_of_header(path: str, mtime_ns: int, size: int, known: tuple) -> tuple[frozenset, dict, tuple[str, ...]]:
+    try:
+        with open(path, "rb") as fh:
+            src = fh.read(2_000_000)
+    except OSError:
+        return frozenset(), {}, ()
+    view = amd_view.view(src, dict(known))
+    here = os.path.dirname(path)
+    nested = tuple(os.path.normpath(os.path.join(here, m.group(1).decode("utf-8", "replace")))
+                   for m in _INCLUDE.finditer(view))
+    return (*_definitions(view), nested)
+
+
+def _header_definitions(headers, known) -> tuple[set, dict]:
+    macros: set[bytes] = set()
+    overloads: dict[bytes, set[bytes]] = {}
+    seen: set[str] = set()
+    level = list(headers)
+    for _ in range(_MAX_DEPTH):
+        following = []
+        for header in level:
+            if header in seen:
+                continue
+            seen.add(header)
+            try:
+                st = os.stat(header)
+            except OSError:
+                continue
+            found, funcs, nested = _defs_of_header(header, st.st_mtime_ns, st.st_size, known)
+            macros |= found
+            for name, types in funcs.items():
+                overloads.setdefault(name, set()).update(types)
+            following.extend(nested)
+        level = following
+        if not level:
+            break
+    return macros, overloads
+
+
+def definitions_in(view_src: bytes, headers: list[str], options, path: str = "") -> Definitions:
+    """The file's own definitions (its AMD view), those of the headers it includes, and, for a header, those every
+    file beside it that includes it has in effect there (the headers it included before: exllamav2's `cache_q.cuh`,
+    compiled in `cache.cu` after `compat.cuh`, which defines `__stwb` for ROCm)."""
+    macros, funcs = _definitions(view_src)
+    overloads = {k: set(v) for k, v in funcs.items()}
+    known = tuple(sorted(amd_view.defines_for(options).items()))
+    more, more_funcs = _header_definitions(headers, known)
+    macros = set(macros) | more
+    for name, types in more_funcs.items():
+        overloads.setdefault(name, set()).update(types)
+    if path and not path.endswith((".cu", ".hip", ".cpp", ".cc")):
+        here, base = os.path.dirname(os.path.abspath(path)), os.path.basename(path)
+        try:
+            mtime = os.stat(here).st_mtime_ns
+        except OSError:
+            mtime = None
+        common_macros: set | None = None
+        common_funcs: dict | None = None
+        for before in (_include_index(here, mtime).get(base, ()) if mtime is not None else ()):
+            m, f = _header_definitions([os.path.normpath(os.path.join(here, t)) for t in before], known)
+            if common_macros is None:
+                common_macros, common_funcs = m, f
+            else:
+                common_macros &= m
+                common_funcs = {k: v & f[k] for k, v in common_funcs.items() if k in f}
+        macros |= common_macros or set()
+        for name, types in (common_funcs or {}).items():
+            overloads.setdefault(name, set()).update(types)
+    return Definitions(macros, overloads)

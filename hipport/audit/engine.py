@@ -43,7 +43,7 @@ CHECKS = (
 
 
 # Rules a call through a project's mask-dropping compat macro cannot break: the mask never reaches HIP.
-_MASK_RULES = frozenset({"warp-mask-32bit", "warp-builtin-unavailable"})
+_MASK_RULES = frozenset({"warp-mask-32bit", "warp-builtin-unavailable", "warp-sync-mask"})
 
 # Rules about counting 32 lanes: silent where the code itself tests the wavefront size.
 _LANE_COUNT_RULES = frozenset({"warp-loop-32", "lane-math-32", "ballot-32bit", "launch-warps-32", "cub-warp-width",
@@ -103,6 +103,22 @@ def _drop_masks_compat_drops(ctx: Context, path: str, options: AuditOptions) -> 
     ctx.findings = [f for f in ctx.findings if f.rule_id not in _MASK_RULES or not calls.hold((f.line, f.col))]
 
 
+def _drop_resolved_by_compat(ctx: Context, path: str, options: AuditOptions) -> None:
+    """A name HIP lacks that the project's compatibility layer defines for AMD (a macro in the AMD view of the file,
+    of its headers, or of the headers included before it where it is included: exllamav2's `#define __stwb(dst,
+    src) *dst = src` under `USE_ROCM`) is the project's there, and an `atomicAdd` on a half type that one of its
+    overloads takes (`atomicAdd(half2*, half2)`, a CAS loop) calls that overload."""
+    wanted = [f for f in ctx.findings if (f.rule_id == "unsupported-api" and f.subject)
+              or (f.rule_id == "atomic-half-type" and f.subject)]
+    if not wanted:
+        return
+    defs = compat.definitions_in(ctx.src, helpers.included_headers(ctx, path, options.include_dirs), options, path)
+    resolved = {id(f) for f in wanted if (f.rule_id == "unsupported-api" and f.subject.encode() in defs.macros)
+                or (f.rule_id == "atomic-half-type" and defs.overloads_for(b"atomicAdd", f.subject))}
+    if resolved:
+        ctx.findings = [f for f in ctx.findings if id(f) not in resolved]
+
+
 def audit_source(src: bytes, path: str = "<stdin>", options: AuditOptions = AuditOptions(),
                  converted: FileResult | None = None) -> list[Finding]:
     """Findings for one file's bytes, sorted by position. Raises scan.LexError when libclang cannot read it.
@@ -123,9 +139,10 @@ def audit_source(src: bytes, path: str = "<stdin>", options: AuditOptions = Audi
     helpers.report_calls(ctx, own, local=True, macros=macros)
     helpers.report_calls(ctx, included, local=False, macros=macros)
     helpers.report_header_masks(ctx, macros, {**included, **own})
-    _drop_masks_compat_drops(ctx, path, options)
     if converted is not None and converted.error is None:
         ctx.findings = _with_conversion(ctx, ctx.findings, converted)
+    _drop_masks_compat_drops(ctx, path, options)  # the conversion's findings too (its `warp-sync-mask`)
+    _drop_resolved_by_compat(ctx, path, options)
     # Suppressions are judged on every finding, selected or not: `--select` must not make one look unused.
     kept, sups = suppressions.apply(ctx, ctx.findings)
     kept += suppressions.report_unused(ctx, sups)
