@@ -96,6 +96,25 @@ def _width_names(ctx: Context, fn) -> set[bytes]:
     return found
 
 
+def _group_widths(ctx: Context, fn) -> set[bytes]:
+    """Names every shuffle of kernel ``fn`` takes as its `width` (`__shfl_down_sync(m, v, i, BS)`), in a kernel
+    that meets no hardware width (`warpSize`, a ballot): its shuffles work in groups of that many lanes on any
+    wavefront, so a 32 the host launches it with is a group of 32, as meant, not half of a 64-lane wavefront (a
+    device helper's caller may mix it with the hardware's width: judged at the call)."""
+    lo, hi = fn.body
+    if any(ctx.positions_between(w, lo, hi) for w in _HARDWARE_WIDTH):
+        return set()
+    names: set[bytes] | None = None
+    for i in range(lo, hi):
+        word = ctx.text[i]
+        if word in SHUFFLES and ctx.kinds[i] == IDENT and ctx.is_call(i):
+            args = ctx.call_args(i) or []
+            pos = SHUFFLES[word] + 2
+            width = {ctx.text[k] for k in range(*args[pos]) if ctx.kinds[k] == IDENT} if len(args) > pos else set()
+            names = width if names is None else names & width
+    return names or set()
+
+
 def summarise(ctx: Context, findings: list[Finding], label: str) -> dict[str, Helper]:
     """Device functions of ``ctx`` with a 32-lane finding in their body, by name (the first definition wins)."""
     out: dict[str, Helper] = {}
@@ -107,7 +126,7 @@ def summarise(ctx: Context, findings: list[Finding], label: str) -> dict[str, He
     for fn in ctx.functions:
         if fn.name in out:
             continue
-        widths = _width_names(ctx, fn)
+        widths = _width_names(ctx, fn) - (_group_widths(ctx, fn) if fn.kernel else set())
         width_params = tuple(k for k, n in enumerate(fn.param_names) if n.encode() in widths)
         width_tparams = tuple(k for k, n in enumerate(fn.template_params) if n.encode() in widths)
         inside, masks, syncwarp = [], (), ()

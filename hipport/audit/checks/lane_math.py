@@ -159,6 +159,8 @@ def check(ctx: Context) -> None:
         advice = f"`{c.replacement.split()[0]} warpSize`" if edits or c.where is None else \
             "a warp size chosen at compile time (a template parameter)"
         said = f"`{c.expr}` computes a {c.what} for 32-lane warps; use {advice}{why}"
+        if c.proof == "data":
+            continue
         if c.proof == "none":
             said = (f"`{c.expr}` may compute a {c.what} for 32-lane warps (then use {advice}); no patch: no use "
                     f"shows a lane or warp number (a warp operation's lane, a lane test beside warp results, a "
@@ -226,6 +228,53 @@ def _unproven_lose_patches(ctx: Context, candidates: list[_Candidate], warp_fns:
             c.own = []
             c.confidence = "low"
             c.proof = "none"
+    rows = {_operand_key(ctx, c) for c in candidates if c.proof == "none" and c.what != "lane index"
+            and not c.in_macro and _word_row(ctx, c, uses)}  # `vecRow = i / 32`, read times a pitch
+    for c in candidates:
+        if c.proof != "none" or c.in_macro:
+            continue
+        if (c.what == "lane index" and (_bit_count(ctx, c, uses) or _row_base_beside(ctx, c))) or \
+                _operand_key(ctx, c) in rows:
+            c.proof = "data"  # a bit of a 32-bit word, a row of such words: no lane, no warp
+
+
+def _later_uses(ctx: Context, c: _Candidate, uses: LaneUses) -> list[int]:
+    """Where the id's value is read: each use of the variable it initialises, or the id's own place."""
+    found = uses.carriers(c.fn, c.lo, c.lit + 1)
+    return found[1:] if len(found) > 1 else []
+
+
+def _row_base_beside(ctx: Context, c: _Candidate) -> bool:
+    """`j % 32` in a function that also takes `j / 32 * ...` (a multiple of 32 or a row pitch): the offset in a
+    tile of 32 columns or a word of 32 bits, beside the tile's or word row's start."""
+    if c.fn is None:
+        return False
+    operand = ctx.span_text(c.lo, c.op).strip()
+    for k in range(*c.fn.body):
+        if ctx.text[k] == b"/" and int_value(ctx.t(ctx.next_code(k))) == 32 \
+                and ctx.t(ctx.next_code(ctx.next_code(k))) == b"*" \
+                and ctx.span_text(operand_before(ctx, k), k).strip() == operand:
+            return True
+    return False
+
+
+def _bit_count(ctx: Context, c: _Candidate, uses: LaneUses) -> bool:
+    """`vecLane = i % 32` read only as the count of a right shift of data (`(C[k] >> vecLane) & 1`): the bit of
+    row ``i`` in a word packing 32 rows, whatever the wavefront size."""
+    later = _later_uses(ctx, c, uses)
+    return bool(later) and all(ctx.t(ctx.prev_code(k)) == b">>" and ctx.t(ctx.next_code(k)) in (b")", b";")
+                               for k in later)
+
+
+def _word_row(ctx: Context, c: _Candidate, uses: LaneUses) -> bool:
+    """`vecRow = i / 32` read only as a row of words, multiplied by a pitch (`vecRow * padded_width`, `i / 32 *
+    32`), or compared: with its bit `i % 32`, a matrix packed 32 rows a word."""
+    after = ctx.next_code(c.lit)
+    if ctx.t(after) == b"*":
+        return True
+    later = _later_uses(ctx, c, uses)
+    return bool(later) and all(ctx.t(ctx.next_code(k)) == b"*" or ctx.t(ctx.prev_code(k)) == b"*"
+                               or ctx.t(ctx.next_code(k)) in (b"<", b">=") for k in later)
 
 
 def _use_sites(ctx: Context, c: _Candidate) -> list:
@@ -333,7 +382,7 @@ def _check_last_lane(ctx: Context) -> None:
         expr = ctx.span_text(lo, i + 1).decode("latin-1")
         fn = ctx.function_at(i)
         if fn is not None and (Reductions.of(ctx).reaching(fn) is not None or logical_32(ctx, fn)) \
-                and ctx.text[lo] in group_lanes(ctx, Reductions.of(ctx), fn) and ctx.next_code(lo) == op:
+                and _group_lane_operand(ctx, lo, op, group_lanes(ctx, Reductions.of(ctx), fn)):
             continue  # a logical warp of 32 throughout: its reduction's finding says so (warp_loops.py)
         if groups_only(ctx, [fn]):
             ctx.report(RULE, i, f"`{expr}` takes the last thread of a group of 32; nothing in this kernel counts a "
@@ -344,6 +393,15 @@ def _check_last_lane(ctx: Context) -> None:
         ctx.report(RULE, i, f"`{expr}` takes lane 31 for the last lane of the warp; on a 64-lane wavefront the last "
                    f"lane is 63 (compare with `{new}`)", edits=[ctx.edit(i, new)], confidence="medium",
                    subject=f"{ctx.text[op].decode()} {ctx.text[i].decode()}")
+
+
+def _group_lane_operand(ctx: Context, lo: int, op: int, lanes: set[bytes]) -> bool:
+    """The operand before ``op`` is a lane of a group of 32 (`lane`), or a sum with one (`(lane + dim) > 31`: the
+    last `dim` lanes of each group), with no other thread index in it."""
+    names = [ctx.text[k] for k in range(lo, op) if ctx.kinds[k] == IDENT]
+    return any(n in lanes for n in names) and not any(n in THREAD_INDEX for n in names) \
+        and all(ctx.text[k] in (b"(", b")", b"+") or ctx.kinds[k] in (IDENT, LITERAL)
+                for k in range(lo, op) if ctx.kinds[k] != COMMENT)
 
 
 def _fix(ctx: Context, lo: int, op: int, lit: int, after: int, replacement: str) -> str | None:
@@ -491,7 +549,8 @@ def _check_constants(ctx: Context) -> None:
         if fn is not None:
             hi = fn.body[1]
             uses = [k for k in range(i + 1, hi) if ctx.text[k] == name]
-            if uses and logical_32(ctx, fn) and _definition_right(ctx, name, v, uses, [fn]):
+            if uses and (logical_32(ctx, fn) or _first_32_only(ctx, uses)) \
+                    and _definition_right(ctx, name, v, uses, [fn]):
                 continue
             qualifiers = constexpr_as_const(ctx, i)
             if qualifiers is not None and all(const_context(ctx, k) is None for k in uses):
@@ -511,15 +570,53 @@ def logical_32(ctx: Context, fn) -> bool:
     return Reductions.of(ctx).logical_32(fn)
 
 
+def _host_code(ctx: Context, k: int) -> bool:
+    """Token ``k`` is in the body of a host function: not a device one marked through a macro (`#define DEVICE
+    __forceinline__ __device__`), which the context does not take for one."""
+    body = host_flow.function_body(ctx, k)
+    if body is None:
+        return False
+    m = body[0]
+    for _ in range(64):
+        m = ctx.prev_code(m)
+        if m < 0 or ctx.text[m] in (b";", b"}") and not ctx.in_directive[m]:
+            return True
+        if ctx.kinds[m] == IDENT and ctx.text[m] in ctx.macros and any(
+                ctx.text[v] in (b"__device__", b"__global__") for v in (ctx.macro_value(ctx.text[m]) or [])):
+            return False
+    return True
+
+
+def _first_32_only(ctx: Context, uses: list[int]) -> bool:
+    """Every use is the bound of an `if (tid < 32)` whose shuffles reduce by offsets 16..1, or inside its branch:
+    only threads 0-31 run there, half of a 64-lane wavefront, and the shuffles read among them (`warp_loops.py`)."""
+    from hipport.audit.checks.warp_loops import first_32_part  # it imports this module
+
+    return all(first_32_part(ctx, k) for k in uses)
+
+
 def _definition_right(ctx: Context, name: bytes, at: int, uses: list[int], device_users: list) -> bool:
     """A constant of 32 that nothing here makes wrong, reported as an info: every device use is in a logical warp
-    of 32 (`logical_32`) and nothing else uses it but host code, or nothing in this file uses it at all (a
-    header's definition: each file using it is audited, and judges its uses, where they are)."""
+    of 32 (`logical_32`) or in the first 32 threads' branch (`_first_32_only`), only host code uses it, or
+    nothing in this file uses it at all (a header's definition: each file using it is audited, and judges its
+    uses, where they are)."""
+    if uses and not device_users and all(_host_code(ctx, k) for k in uses):
+        # Host code only (launch sizes, buffers): it reaches a wavefront only through a launch, and a launch of a
+        # kernel that counts lanes with `warpSize`, or passes it a width of 32, is reported there
+        # (`launch-warps-32`).
+        ctx.report(RULE, at, f"`{name.decode()}` is 32 and only host code here uses it (launch sizes, buffers); "
+                   f"a launch it sizes for a kernel that counts lanes with `warpSize` is reported at the launch",
+                   subject=name.decode(), confidence="medium", severity="info")
+        return True
     if uses and not device_users:
-        return False  # host code only: the host's own findings say what it sizes
-    if device_users and not all(groups_only(ctx, [f]) or logical_32(ctx, f) for f in device_users):
+        return False  # a `__shared__` array's size, a type's member: sizes on the device
+    if device_users and not all(groups_only(ctx, [f]) or logical_32(ctx, f) for f in device_users) \
+            and not _first_32_only(ctx, uses):
         return False
-    if device_users:
+    if device_users and _first_32_only(ctx, uses):
+        said = (f"`{name.decode()}` is 32 and only bounds threads 0-31 (`if (tid < {name.decode()})`) whose "
+                f"shuffles read among themselves: right on a 64-lane wavefront as written")
+    elif device_users:
         said = (f"`{name.decode()}` is 32 and every device use here goes with a 16..1 shuffle reduction whose lane "
                 f"and warp ids all count 32: each 32-lane half of a 64-lane wavefront reduces on its own, so the "
                 f"code is right on AMD as written (change the ids and the offsets together, or not at all)")
@@ -685,6 +782,33 @@ def _bit_of_word(ctx: Context, k: int, name: bytes) -> bool:
     return False
 
 
+def _bits_not_lanes(ctx: Context, first: int, k: int) -> bool:
+    """A use of a constant of 32 that counts bits, not lanes (HeCBench gc's `WS`, "warp size and bits per int"):
+    a shift amount (`range << (WS / 2)`), the bound of a shift count (`(range >= WS) ? -1 : (MSB >> range)`), or
+    a count of words of a size that no thread index enters (`edges / WS + 1`)."""
+    p = enclosing_open(ctx, first, b"(")
+    if ctx.t(ctx.prev_code(first)) in (b"<<", b">>") or (p >= 0 and ctx.t(ctx.prev_code(p)) in (b"<<", b">>")):
+        return True
+    before, after = ctx.prev_code(first), ctx.next_code(k)
+    if ctx.t(before) in _COMPARE or ctx.t(after) in _COMPARE:
+        other = ctx.prev_code(before) if ctx.t(before) in _COMPARE else ctx.next_code(after)
+        if ctx.kinds[other] == IDENT:
+            first_tok = statement_start(ctx, k)
+            stmt = range(first_tok, next((m for m in range(k, min(ctx.n, k + 200)) if ctx.text[m] == b";"), k))
+            return any(ctx.text[m] == ctx.text[other] and ctx.t(ctx.prev_code(m)) in (b">>", b"<<") for m in stmt)
+    if ctx.t(before) == b"/":
+        fn = ctx.function_at(k)
+        lo = operand_before(ctx, before)
+        words = {ctx.text[m] for m in range(lo, before) if ctx.kinds[m] == IDENT}
+        derived = thread_derived(ctx, fn) if fn is not None else set()
+        return bool(words) and not words & (THREAD_INDEX | LANE_FUNCS | BLOCK_DIM | derived) and not any(
+            BLOCK_NAME.search(w) or LANE_NAME.match(w) for w in words)
+    return False
+
+
+_COMPARE = {b"<", b"<=", b">", b">=", b"==", b"!="}
+
+
 def _report_uses(ctx: Context, name: bytes, definition: int | None, where: range, defined_at: str = "") -> None:
     """Each device-code use of a warp-size constant of 32 is a place that computes with 32 lanes: the user reads
     the kernel, not the header line that defines the constant, so say it there too (once per line). The constant
@@ -703,6 +827,8 @@ def _report_uses(ctx: Context, name: bytes, definition: int | None, where: range
         if not (before in _USE_OPERATORS or after in _USE_OPERATORS or (before == b"[" and after == b"]")):
             continue
         if before in (b"%", b"/") and _bit_of_word(ctx, k, name):
+            continue
+        if _bits_not_lanes(ctx, first, k):
             continue
         line = ctx.lines.line_col(ctx.starts[k])[0]
         if line in flagged:

@@ -53,7 +53,9 @@ def loop_offsets_32(ctx: Context, cond: tuple[int, int], init: tuple[int, int], 
     if any(x in incr_text for x in _DOUBLING) and len(cond_lits) == 1:
         k = cond_lits[0]
         v, op = int_value(ctx.text[k]), ctx.t(ctx.prev_code(k))
-        if (v == 32 and op in (b"<", b"!=")) or (v == 16 and op == b"<="):
+        # offsets 1, 2, .., 16: `< 32`, `!= 32`, `<= 16`, or any bound between (`mask < 0x1f`)
+        if v is not None and ((16 < v <= 32 and op == b"<") or (v == 32 and op == b"!=")
+                              or (16 <= v < 32 and op == b"<=")):
             return k
     return _named_offsets_32(ctx, cond, init, incr_text)
 
@@ -301,11 +303,15 @@ def _crosses_halves(ctx: Context, fn) -> int:
     (`__any_sync`, `__ballot`: the whole wavefront's), or a shuffle from an absolute lane with no width of 32 or
     less (`__shfl_sync(m, v, k)`: lanes 32-63 read lane k of the lower half). Offset shuffles are judged with the
     reduction they belong to; an index shuffle with `width` <= 32 stays inside its half."""
+    from hipport.audit.checks.warp_loops import in_first_32_tail  # it reads this module's loops
+
     masks = None
     for k in range(*fn.body):
         t = ctx.text[k]
         if t not in WARP_OPS or t in OFFSET_SHUFFLES or not ctx.is_call(k):
             continue
+        if in_first_32_tail(ctx, k, named=True):
+            continue  # only threads 0-31 run it (`if (tid < 32)`, a 16..1 tail): lanes 32-63 take no part
         if t in BALLOTS or t in (b"__ballot_sync", b"__any_sync", b"__all_sync"):
             if masks is None:
                 masks = _mask_only(ctx, fn)
@@ -407,9 +413,9 @@ def group_lanes(ctx: Context, red: "Reductions", fn) -> set[bytes]:
 
 
 def guarded_by_lane(ctx: Context, call: int, lanes: set[bytes]) -> bool:
-    """`__shfl_up(v, d)` whose result is only taken where `lane >= d`, ``lane`` one of ``lanes``: the lanes that
-    would read from the group below (or from another group of 32 on a 64-lane wavefront) never use what they
-    read, so the scan stays inside each group."""
+    """`__shfl_up(v, d)` whose result is only taken where `lane >= d` (or `> d`), ``lane`` one of ``lanes``: the
+    lanes that would read from the group below (or from another group of 32 on a 64-lane wavefront) never use
+    what they read, so the scan stays inside each group."""
     args = ctx.call_args(call)
     vi = SHUFFLES.get(ctx.text[call])
     if not lanes or not args or vi is None or len(args) <= vi + 1:
@@ -419,7 +425,7 @@ def guarded_by_lane(ctx: Context, call: int, lanes: set[bytes]) -> bool:
     if fn is None or not offset:
         return False
     for k in range(call, fn.body[1]):
-        if ctx.text[k] == b">=" and ctx.text[ctx.prev_code(k)] in lanes:
+        if ctx.text[k] in (b">=", b">") and ctx.text[ctx.prev_code(k)] in lanes:  # `lane > d` skips one more
             r = ctx.next_code(k)
             if ctx.span_text(r, statement_end(ctx, r)).strip().split(b")")[0].strip() == offset:
                 return True
@@ -435,8 +441,10 @@ def _for_offsets(ctx: Context, i: int) -> int | None:
 
 
 def _ladder_from_16(ctx: Context, i: int, fn) -> bool:
-    """`v += __shfl_xor(v, 16); ... (v, 8) ...`: an unrolled reduction from offset 16 with no offset-32 step."""
-    if user_defined(ctx, ctx.text[i]):
+    """`v += __shfl_xor(v, 16); ... (v, 8) ...`: an unrolled reduction from offset 16 with no offset-32 step. A
+    project's own overload of the name (`float4 __shfl_down(float4 v, unsigned d, unsigned w = 32)`) counts when
+    its body passes the offset on to HIP's shuffles."""
+    if user_defined(ctx, ctx.text[i]) and not _shuffle_overload(ctx, ctx.text[i]):
         return False
     args = ctx.call_args(i)
     vi = SHUFFLES.get(ctx.text[i], 0)
@@ -455,9 +463,25 @@ def _ladder_from_16(ctx: Context, i: int, fn) -> bool:
     return True
 
 
+def _shuffle_overload(ctx: Context, name: bytes) -> bool:
+    """Every definition the file gives the shuffle ``name`` is a function whose body calls an offset shuffle."""
+    defs = [fn for fn in ctx.functions if ctx.text[fn.name_index] == name]
+    return bool(defs) and name not in ctx.macros and all(
+        any(ctx.text[k] in OFFSET_SHUFFLES and k != fn.name_index for k in range(*fn.body)) for fn in defs)
+
+
+def thread_macros(ctx: Context) -> set[bytes]:
+    """Object-like macros that stand for a thread index (`#define TX threadIdx.x`)."""
+    found = ctx.__dict__.get("_thread_macro_names")
+    if found is None:
+        found = ctx._thread_macro_names = {name for name in ctx.macros if (ctx.macro_value(name) or [None])[0]
+                                           is not None and ctx.text[ctx.macro_value(name)[0]] in THREAD_INDEX}
+    return found
+
+
 def _ids_in(ctx: Context, fn) -> Ids:
     found = Ids()
-    derived = thread_derived(ctx, fn)
+    derived = thread_derived(ctx, fn) | thread_macros(ctx)
     for k in range(*fn.body):
         t = ctx.text[k]
         if t == b"__shared__":  # a per-warp array sized by a constant of 32

@@ -15,7 +15,8 @@ from hipport.audit.checks.common import (
 )
 from hipport.audit.checks.context import COMMENT, IDENT, LITERAL, Context, int_value
 from hipport.audit.checks.lane_math import group_edits
-from hipport.audit.checks.reductions import Reductions, group_lanes, guarded_by_lane, loop_offsets_32, split_for
+from hipport.audit.checks.reductions import (Reductions, group_lanes, guarded_by_lane, hip_warp_size, loop_offsets_32,
+                                             split_for, value_is_32)
 from hipport.semantic import load_semantic
 
 RULE = "warp-loop-32"
@@ -127,9 +128,10 @@ def full_masks_within(ctx: Context, body: int, end: int) -> list[tuple[int, int]
     return out
 
 
-def in_first_32_tail(ctx: Context, i: int) -> bool:
-    """Token ``i`` is in the branch of an `if (tid < 32)` whose shuffles count offsets 16..1."""
-    lit = _inside_first_32(ctx, i)
+def in_first_32_tail(ctx: Context, i: int, named: bool = False) -> bool:
+    """Token ``i`` is in the branch of an `if (tid < 32)` whose shuffles count offsets 16..1 (with ``named``, the
+    32 may be a project's constant: `if (threadIdx.x < WARP_SIZE)`)."""
+    lit = _inside_first_32(ctx, i, named)
     if lit is None:
         return False
     k = lit
@@ -138,9 +140,22 @@ def in_first_32_tail(ctx: Context, i: int) -> bool:
     return _tail_from_16(ctx, *_branch(ctx, k))
 
 
-def _first_32_condition(ctx: Context, i: int) -> list[int] | None:
+def first_32_part(ctx: Context, k: int) -> bool:
+    """Token ``k`` is the 32 of an `if (tid < 32)` (a literal or a project's constant) whose branch reduces by
+    offsets 16..1, or lies in such a branch: only threads 0-31 take part there, on any wavefront."""
+    if in_first_32_tail(ctx, k, named=True):
+        return True
+    p = enclosing_open(ctx, k, b"(")
+    if p < 0 or ctx.t(ctx.prev_code(p)) != b"if" or ctx.match(p) != ctx.next_code(k):
+        return False
+    return _first_32_condition(ctx, ctx.prev_code(p), named=True) is not None and \
+        _tail_from_16(ctx, *_branch(ctx, ctx.prev_code(p)))
+
+
+def _first_32_condition(ctx: Context, i: int, named: bool = False) -> list[int] | None:
     """The condition's tokens when the `if` at ``i`` tests `<thread index> < 32` in device code (`lane < 32` is
-    "the low half", a choice, not "the first warp"); else None."""
+    "the low half", a choice, not "the first warp"), the 32 a literal or, with ``named``, a project's constant of
+    32; else None."""
     from hipport.audit.checks.common import thread_derived
 
     if ctx.text[i] != b"if" or not ctx.device[i] or ctx.t(ctx.next_code(i)) != b"(":
@@ -150,7 +165,9 @@ def _first_32_condition(ctx: Context, i: int) -> list[int] | None:
     if close <= open_:
         return None
     code = [k for k in range(open_ + 1, close) if ctx.kinds[k] != COMMENT]
-    if len(code) < 3 or ctx.text[code[-2]] != b"<" or int_value(ctx.text[code[-1]]) != 32:
+    if len(code) < 3 or ctx.text[code[-2]] != b"<" or not (int_value(ctx.text[code[-1]]) == 32 or named and (
+            ctx.kinds[code[-1]] == IDENT and value_is_32(ctx, ctx.text[code[-1]]) and not (
+            ctx.text[code[-1]] == b"warpSize" and hip_warp_size(ctx)))):
         return None
     fn = ctx.function_at(i)
     if fn is None:
@@ -165,13 +182,13 @@ def _first_32_condition(ctx: Context, i: int) -> list[int] | None:
     return code
 
 
-def _inside_first_32(ctx: Context, i: int) -> int | None:
+def _inside_first_32(ctx: Context, i: int, named: bool = False) -> int | None:
     """The `32` of an `if (tid < 32)` whose branch holds token ``i`` (a block, or the one statement after it)."""
     k = i
     while True:
         before = ctx.prev_code(k)
         if ctx.t(before) == b")" and 0 <= ctx.match(before) < before:
-            code = _first_32_condition(ctx, ctx.prev_code(ctx.match(before)))
+            code = _first_32_condition(ctx, ctx.prev_code(ctx.match(before)), named)
             if code is not None:
                 return code[-1]
         k = enclosing_open(ctx, k, b"{")

@@ -121,7 +121,10 @@ def _ids(ctx: Context, fn, uses: LaneUses) -> None:
         if not (words & derived or (kind == "warp" and count)):
             continue
         lane = kind == "lane"
-        if not any(uses.proves(fn, at, lane, count) for at in uses.carriers(fn, lo, i + 1)):
+        carriers = uses.carriers(fn, lo, i + 1)
+        if lane and _bits_and_halves(ctx, carriers[1:], uses.results(fn)):
+            continue  # a bit number of a 64-bit word, and the first lane of each 32-lane half: right on wave32
+        if not any(uses.proves(fn, at, lane, count) for at in carriers):
             continue  # no use shows a lane or warp number: 64 may be a block of data
         expr = ctx.span_text(lo, i + 1).decode("latin-1")
         what = "lane index" if lane else ("warp count" if count else "warp index")
@@ -137,6 +140,32 @@ def _ids(ctx: Context, fn, uses: LaneUses) -> None:
         ctx.report(RULE, op, f"`{expr}` computes a {what} for 64-lane wavefronts; a 32-lane target (gfx10+) runs "
                    f"two wavefronts in it (use {advice})", edits=edits, confidence="medium",
                    subject=f"{ctx.text[op].decode()} {ctx.text[i].decode()}")
+
+
+def _bits_and_halves(ctx: Context, later: list[int], warp_results: set[bytes]) -> bool:
+    """Every use of a `tid & 63` is `_bit_or_half`, and a test of it, if any, names lane 32 too (`lanex == 32`
+    beside `lanex == 0`: the code works in 32-lane halves; `lane == 0` alone is the first lane of 64, which a
+    32-lane target's second wavefront never has)."""
+    if not later or not all(_bit_or_half(ctx, at, warp_results) for at in later):
+        return False
+    tests = [int_value(ctx.t(ctx.next_code(ctx.next_code(at)))) for at in later
+             if ctx.t(ctx.next_code(at)) in (b"==", b"!=")]
+    return not tests or 32 in tests
+
+
+def _bit_or_half(ctx: Context, at: int, warp_results: set[bytes]) -> bool:
+    """The variable at ``at`` is the count of a right shift of data (`(w >> lanex) & 1`, one bit of a 64-bit word
+    per thread; not of a ballot, whose bits are lanes) or compared for equality with 0 or 32 (`lanex == 32`: the
+    first lane of the upper 32-lane half, which on a 32-lane target is a wavefront's lane 0, as CUDA's 32-lane code
+    has it)."""
+    shift, after = ctx.prev_code(at), ctx.next_code(at)
+    if ctx.t(shift) == b">>" and ctx.t(after) in (b")", b";", b",", b"&", b"|"):
+        lo = operand_before(ctx, shift)
+        return not any(ctx.text[k] in BALLOTS or (ctx.text[k] in warp_results and ctx.t(ctx.next_code(k)) != b"[")
+                       for k in range(lo, shift))  # an array element is data, whatever else the array holds
+    if ctx.t(after) in (b"==", b"!=") and int_value(ctx.t(ctx.next_code(after))) in (0, 32):
+        return ctx.t(ctx.next_code(ctx.next_code(after))) in (b")", b"&&", b"||", b";")
+    return False
 
 
 def _per_warp_bounds(ctx: Context, fn, carriers: list[int]) -> list | None:
