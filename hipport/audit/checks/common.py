@@ -441,3 +441,31 @@ def user_defined(ctx: Context, name: bytes) -> bool:
 
 
 __all__ = [n for n in dir() if not n.startswith("_")] + ["PUNCT", "IDENT", "KEYWORD", "LITERAL", "COMMENT"]
+
+
+def defined_by_project(ctx: Context, name: str) -> bool:
+    """A `#define NAME` the AMD build compiles in this file or in the headers it includes with quotes (and theirs,
+    each read as that build sees it): bm3d's `#define warpSize 32` in indices.hpp, reached through bm3d.hpp."""
+    from hipport.audit import amd_view
+    from hipport.audit.options import quoted_includes
+
+    known, undefined = amd_view.defines_for(ctx.options), amd_view.undefined_for(ctx.options)
+    pattern = re.compile(rb"^[ \t]*#[ \t]*define[ \t]+" + re.escape(name.encode()) + rb"\b", re.M)
+    todo, seen = [(ctx.src, ctx.path, 0)], set()
+    while todo:
+        src, path, depth = todo.pop()
+        if pattern.search(src):
+            return True
+        if not path or path.startswith("<") or depth >= 8:
+            continue
+        for header, _st in quoted_includes(src, path, ctx.options.include_dirs):
+            if header in seen:
+                continue
+            seen.add(header)
+            try:
+                with open(header, "rb") as fh:
+                    text = fh.read(2_000_000)
+            except OSError:
+                continue
+            todo.append((amd_view.view(text, known, undefined, header), header, depth + 1))
+    return False

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import re
 
+from hipport.audit.checks.common import defined_by_project
 from hipport.audit.checks.context import COMMENT, IDENT, KEYWORD, LITERAL, Context
-from hipport.audit.options import quoted_includes
 
 RULE = "inline-ptx"
 _ASM = {b"asm", b"__asm__", b"__asm"}
@@ -153,25 +153,5 @@ def _under_switch_nothing_defines(ctx: Context, i: int) -> bool:
         return False  # a compiler's or the implementation's name, or one some configuration defines
     if any(ctx.text[k] in _ASM for k in range(members[1].first, members[-1].first) if ctx.kinds[k] in (IDENT, KEYWORD)):
         return False  # the other branch is no portable alternative
-    return not _defined_here(ctx.src, ctx.path, name, ctx.options.include_dirs)
+    return not defined_by_project(ctx, name)
 
-
-def _defined_here(src: bytes, path: str, name: str, include_dirs: tuple, depth: int = 0, seen=None) -> bool:
-    """A `#define NAME` in ``src`` or the headers it includes with quotes (and theirs)."""
-    if re.search(rb"^[ \t]*#[ \t]*define[ \t]+" + re.escape(name.encode()) + rb"\b", src, re.M):
-        return True
-    if not path or depth >= 8:
-        return False
-    seen = set() if seen is None else seen
-    for header, _st in quoted_includes(src, path, include_dirs):
-        if header in seen:
-            continue
-        seen.add(header)
-        try:
-            with open(header, "rb") as fh:
-                text = fh.read(2_000_000)
-        except OSError:
-            continue
-        if _defined_here(text, header, name, include_dirs, depth + 1, seen):
-            return True
-    return False

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 
 from hipport import directives as dirs
@@ -231,6 +232,8 @@ def check(ctx: Context) -> None:
             continue  # a compatibility macro onto HIP's correct form: the AMD build means it
         if problems is None and _noop_barrier(ctx, name, d) and not _system_include_after(ctx, d):
             continue  # the project's no-op stand-in, defined after HIP's headers: its own code only
+        if problems is None and shape_is_object(ctx, d) and _after_hip_headers(ctx, d):
+            continue  # `#define warpSize 32` (bm3d): every build reads HIP's headers before it, none after
         if problems:
             uses = _uses(ctx, name)
             where = (f"; used at line{'s' if len(uses) > 1 else ''} {', '.join(map(str, uses))}" if uses else "")
@@ -313,3 +316,81 @@ def _release_guard(ctx: Context, i: int, wave) -> list:
 
 def _v(version: tuple) -> str:
     return ".".join(map(str, version[:2]))
+
+
+# Where a translation unit reads HIP's runtime header (convert writes `<hip/hip_runtime.h>` for these), and the
+# headers of the GPU stack that a macro named like a HIP built-in would rewrite if they came after it.
+_RUNTIME_INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*<(?:cuda\.h|cuda_runtime\.h|cuda_runtime_api\.h|'
+                              rb'hip/hip_runtime\.h|hip/hip_runtime_api\.h)>', re.M)
+_GPU_INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*<(?:cuda|cu[a-z]|curand|cublas|cufft|cusparse|cusolver|cudnn|'
+                          rb'nvrtc|nvtx|nv/|cooperative_groups|thrust/|cub/|hip|rocprim|rocrand|rccl|nccl|sm_\d|'
+                          rb'device_|vector_types|mma|crt/)', re.M)
+_QUOTED_INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*"([^"\n]+)"', re.M)
+_SOURCE_SUFFIXES = (".cu", ".cuh", ".h", ".hpp", ".hh", ".hxx", ".cpp", ".cc", ".cxx", ".hip", ".inl")
+
+
+def shape_is_object(ctx: Context, d) -> bool:
+    return _macro_params(ctx, d) is None
+
+
+def _after_hip_headers(ctx: Context, d) -> bool:
+    """Every translation unit that compiles the definition ``d`` has read HIP's runtime header before it and reads
+    no header of the GPU stack after it: the file itself, or, for a header, each file beside it that includes it
+    (and theirs, for a header included by headers), so the macro reaches only the project's own code."""
+    return _covered(ctx.src, ctx.path, ctx.starts[d.first], 0)
+
+
+def _covered(src: bytes, path: str, pos: int, depth: int) -> bool:
+    if not _nothing_gpu_after(src, path, pos, 0):
+        return False
+    if any(m.start() < pos for m in _RUNTIME_INCLUDE.finditer(src)):
+        return True
+    if depth >= 4 or not path or path.startswith("<"):
+        return False
+    includers = _includers(path)
+    return bool(includers) and all(_covered(text, other, at, depth + 1) for other, text, at in includers)
+
+
+def _nothing_gpu_after(src: bytes, path: str, pos: int, depth: int) -> bool:
+    """No GPU header included after ``pos``, directly or through the project's headers included after it."""
+    if any(m.start() > pos for m in _GPU_INCLUDE.finditer(src)):
+        return False
+    if depth >= 4 or not path or path.startswith("<"):
+        return True
+    here = os.path.dirname(os.path.abspath(path))
+    for m in _QUOTED_INCLUDE.finditer(src):
+        if m.start() <= pos:
+            continue
+        header = os.path.join(here, m.group(1).decode("utf-8", "replace"))
+        try:
+            with open(header, "rb") as fh:
+                text = fh.read(2_000_000)
+        except OSError:
+            continue
+        if not _nothing_gpu_after(text, header, -1, depth + 1):
+            return False
+    return True
+
+
+def _includers(path: str) -> list[tuple[str, bytes, int]]:
+    """(file, its bytes, offset of the include) of each source beside ``path`` that includes it with quotes."""
+    folder, base = os.path.split(os.path.abspath(path))
+    out = []
+    try:
+        names = sorted(os.listdir(folder))
+    except OSError:
+        return []
+    for name in names:
+        other = os.path.join(folder, name)
+        if other == os.path.abspath(path) or not name.endswith(_SOURCE_SUFFIXES):
+            continue
+        try:
+            with open(other, "rb") as fh:
+                text = fh.read(2_000_000)
+        except OSError:
+            continue
+        for m in _QUOTED_INCLUDE.finditer(text):
+            if os.path.basename(m.group(1).decode("utf-8", "replace")) == base:
+                out.append((other, text, m.start()))
+                break
+    return out
