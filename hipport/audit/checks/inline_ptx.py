@@ -6,6 +6,7 @@ no `#define PTX` in the file, its quoted headers or the run's files) is not comp
 
 from __future__ import annotations
 
+import bisect
 import re
 
 from hipport.audit.checks.common import defined_by_project
@@ -131,16 +132,23 @@ def _under_switch_nothing_defines(ctx: Context, i: int) -> bool:
     """Token ``i`` lies in the first branch of `#ifdef X` / `#if defined(X)` whose other branch holds no asm, and X
     is a project name (no leading underscore) that no build file, no file of the run and none of this file's
     quoted headers defines: no configuration compiles that branch."""
-    directives = [d for d in ctx.structure.directives if d.name in _CHAIN]
-    before = [d for d in directives if d.first < i]
-    if not before:
+    chains = ctx.__dict__.get("_ptx_chains")
+    if chains is None:  # once a file: the conditional directives, and each block's chain
+        directives = [d for d in ctx.structure.directives if d.name in _CHAIN]
+        by_block: dict[tuple, list] = {}
+        for d in directives:
+            if d.block:
+                by_block.setdefault(d.block, []).append(d)
+        chains = ctx.__dict__["_ptx_chains"] = ([d.first for d in directives], directives, by_block)
+    firsts, directives, by_block = chains
+    k = bisect.bisect_left(firsts, i) - 1
+    if k < 0:
         return False
     # the innermost conditional block around ``i``
-    depth_block = before[-1].block if before[-1].name != b"endif" else before[-1].block[:-1]
+    depth_block = directives[k].block if directives[k].name != b"endif" else directives[k].block[:-1]
     if not depth_block:
         return False
-    block = depth_block[-1]
-    members = [d for d in directives if d.block and d.block[-1] == block and len(d.block) == len(depth_block)]
+    members = by_block.get(depth_block, [])
     if len(members) < 3 or members[0].name not in (b"if", b"ifdef") or members[1].first < i:
         return False  # no other branch, or ``i`` is not in the first one
     text = b" ".join(ctx.text[k] for k in range(members[0].first + 1, members[0].last)
