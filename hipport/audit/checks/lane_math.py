@@ -152,8 +152,9 @@ def check(ctx: Context) -> None:
             continue  # joined by calls to a 32-lane reduction whose ids all count 32: the same logical warp
         if c.groups and c.reaching is None:
             ctx.report(RULE, c.op, f"`{c.expr}` numbers groups of 32 threads; nothing in this kernel counts a "
-                       f"warp's lanes (no shuffle, vote or `warpSize`), so each group stays in lockstep inside a "
-                       f"64-lane wavefront and the code is right on AMD as written", confidence=c.confidence,
+                       f"warp's lanes (no vote, no `warpSize`, no shuffle across a 32-lane half), so each group "
+                       f"stays in lockstep inside a 64-lane wavefront and the code is right on AMD as written",
+                       confidence=c.confidence,
                        subject=ctx.text[c.op].decode() + " " + ctx.text[c.lit].decode(), severity="info")
             continue
         advice = f"`{c.replacement.split()[0]} warpSize`" if edits or c.where is None else \
@@ -386,8 +387,8 @@ def _check_last_lane(ctx: Context) -> None:
             continue  # a logical warp of 32 throughout: its reduction's finding says so (warp_loops.py)
         if groups_only(ctx, [fn]):
             ctx.report(RULE, i, f"`{expr}` takes the last thread of a group of 32; nothing in this kernel counts a "
-                       f"warp's lanes (no shuffle, vote or `warpSize`), so the groups are right on a 64-lane "
-                       f"wavefront as written", confidence="medium", severity="info",
+                       f"warp's lanes (no vote, no `warpSize`, no shuffle across a 32-lane half), so the groups are "
+                       f"right on a 64-lane wavefront as written", confidence="medium", severity="info",
                        subject=f"{ctx.text[op].decode()} {ctx.text[i].decode()}")
             continue
         ctx.report(RULE, i, f"`{expr}` takes lane 31 for the last lane of the warp; on a 64-lane wavefront the last "

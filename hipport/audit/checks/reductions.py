@@ -317,14 +317,54 @@ def _crosses_halves(ctx: Context, fn) -> int:
                 masks = _mask_only(ctx, fn)
             if k in masks:
                 continue
-        if t in SHUFFLES:
-            args = ctx.call_args(k) or []
-            w = SHUFFLES[t] + 2
-            value = int_value(ctx.span_text(*args[w]).strip()) if len(args) > w else None
-            if value is not None and 0 < value <= 32:
-                continue
+        if t in SHUFFLES and confined_index_shuffle(ctx, fn, k):
+            continue
         return k
     return -1
+
+
+def confined_index_shuffle(ctx: Context, fn, k: int) -> bool:
+    """The shuffle called at ``k`` in ``fn`` has a `width` of 32 or less, or reads a value lanes j and j + 32
+    hold alike (`_same_in_both_halves`): no lane gets a value from the other 32-lane half it would not get from
+    its own."""
+    t = ctx.text[k]
+    args = ctx.call_args(k) or []
+    w = SHUFFLES[t] + 2
+    value = int_value(ctx.span_text(*args[w]).strip()) if len(args) > w else None
+    return (value is not None and 0 < value <= 32) or _same_in_both_halves(ctx, fn, args, SHUFFLES[t])
+
+
+def _same_in_both_halves(ctx: Context, fn, args: list, vi: int) -> bool:
+    """`__shfl(value, 0)` where `value` depends on the thread only through its lane of 32 (`value = (tid & 31) ==
+    0 ? arg : 0`, the rest literals and parameters): lanes k and k + 32 hold the same, so lanes 32-63 reading lane
+    k of the lower half get what lane k + 32 holds, as on 32-lane warps."""
+    if len(args) <= vi + 1:
+        return False
+    src = [m for m in range(*args[vi + 1]) if ctx.kinds[m] != COMMENT]
+    val = [m for m in range(*args[vi]) if ctx.kinds[m] != COMMENT]
+    lane = int_value(ctx.text[src[0]]) if len(src) == 1 else None
+    if lane is None or not 0 <= lane < 32 or len(val) != 1 or ctx.kinds[val[0]] != IDENT:
+        return False
+    name = ctx.text[val[0]]
+    writes = [m for m in ctx.positions_between(name, *fn.body) if ctx.t(ctx.next_code(m)) in _WRITES]
+    if len(writes) != 1 or not ctx.is_decl_name(writes[0]) or ctx.t(ctx.next_code(writes[0])) != b"=":
+        return False
+    params = {n.encode() for n in fn.param_names}
+    m = ctx.next_code(ctx.next_code(writes[0]))
+    while m < val[0] and ctx.text[m] != b";":
+        t = ctx.text[m]
+        if t in THREAD_INDEX:  # only as `threadIdx.x & 31` (`& 0x1f`, `% 32`)
+            op = ctx.next_code(ctx.next_code(ctx.next_code(m)))
+            if (ctx.t(op), int_value(ctx.t(ctx.next_code(op)))) not in ((b"&", 31), (b"%", 32)):
+                return False
+            m = ctx.next_code(op)
+        elif ctx.kinds[m] == IDENT and t not in params:
+            return False
+        m = ctx.next_code(m)
+    return True
+
+
+_WRITES = {b"=", b"+=", b"-=", b"*=", b"/=", b"|=", b"&=", b"^=", b"<<=", b">>=", b"++", b"--"}
 
 
 def _mask_only(ctx: Context, fn) -> set[int]:
@@ -553,5 +593,6 @@ def uses_warp_ops(ctx: Context) -> set[int]:
     return direct
 
 
-__all__ = ["Ids", "OFFSET_SHUFFLES", "Reductions", "called_at", "group_lanes", "guarded_by_lane", "loop_offsets_32",
+__all__ = ["Ids", "OFFSET_SHUFFLES", "Reductions", "called_at", "confined_index_shuffle", "group_lanes",
+           "guarded_by_lane", "loop_offsets_32",
            "uses_warp_ops", "value_is_32", "IDENT"]

@@ -18,7 +18,7 @@ import re
 
 from hipport.audit.checks.common import WARP_OPS
 from hipport.audit.checks.context import IDENT, Context
-from hipport.audit.checks.reductions import called_at
+from hipport.audit.checks.reductions import called_at, confined_index_shuffle
 
 # Wavefront-wide operations and the types and calls that hold them (cooperative groups, hipCUB).
 _WAVE_WIDE = WARP_OPS | {b"__shfl", b"__shfl_up", b"__shfl_down", b"__shfl_xor", b"shfl", b"shfl_up", b"shfl_down",
@@ -63,7 +63,7 @@ def _group_only(ctx: Context) -> frozenset[int]:
     wide: set[int] = set()
     for w in wide_words:
         for k in ctx.positions(w):
-            if ctx.kinds[k] == IDENT and not ctx.in_directive[k]:
+            if ctx.kinds[k] == IDENT and not ctx.in_directive[k] and not _within_half(ctx, k):
                 wide.update(bodies(k))
     # Functions joined by a call, either way, share one verdict.
     parent = {fn.body[0]: fn.body[0] for fn in ctx.functions}
@@ -83,6 +83,16 @@ def _group_only(ctx: Context) -> frozenset[int]:
     rooted = {root(fn.body[0]) for fn in ctx.functions if fn.kernel}
     return frozenset(fn.body[0] for fn in device
                      if root(fn.body[0]) not in wide_roots and root(fn.body[0]) in rooted)
+
+
+def _within_half(ctx: Context, k: int) -> bool:
+    """An index shuffle at ``k`` that reads inside its own 32-lane half or as if it did: a `width` of 32 or less,
+    or a value that lanes k and k + 32 hold alike (`__shfl(v, 0)` with `v` from `tid & 31` and parameters). It
+    counts no lanes beyond a group of 32."""
+    if ctx.text[k] not in (b"__shfl", b"__shfl_sync") or not ctx.is_call(k):
+        return False
+    fn = ctx.function_at(k)
+    return fn is not None and confined_index_shuffle(ctx, fn, k)
 
 
 __all__ = ["group_only"]
