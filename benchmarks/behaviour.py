@@ -122,6 +122,13 @@ BUILD_LIMITS = [
 ]
 # Emulator limits met at run time, by program, found by reading the code (HIP-CPU's README: no divergence within a
 # wavefront at warp operations, no independent forward progress, no memory ordering between threads).
+# Programs that wait in a loop for other threads of their block with no barrier or warp operation in it: HIP-CPU
+# switches threads only there, so such a run never ends (found by reading the code; its README's "no independent
+# forward progress"). A run of theirs that passes the time limit is an emulator limit, not `too slow`.
+HANGS = {
+    "gc": "runSmall's `do { ... } while (again)` waits for colours other threads of the block write (`volatile`), "
+          "with no barrier or warp operation in the loop",
+}
 RUN_LIMITS = {
     # Checked: with a `__syncthreads()` added before FWrem_64's diagonal branch the hand port's results match.
     "floydwarshall2": "a race in the program: FWrem_64 rewrites the shared `s_kj` after its last reads with no "
@@ -485,6 +492,9 @@ def judge(case: Case, done: dict) -> Outcome:
     """The verdict of one run; its seconds are CPU-seconds."""
     seconds = done.get("cpu_seconds", done["seconds"])
     done = {**done, "seconds": seconds}
+    if done["timed_out"] and case.name in HANGS:
+        return Outcome("emulator limit", f"ran past {done['timeout']:g} CPU-seconds: {HANGS[case.name]}",
+                       done["seconds"])
     if done["timed_out"]:
         return Outcome("too slow", f"ran past {done['timeout']:g} CPU-seconds", done["seconds"])
     if case.name in RUN_LIMITS:
@@ -524,14 +534,18 @@ def measure(case: Case, cache: Path, timeout: float, widths=WIDTHS, variants=VAR
                 results[variant][width] = Outcome(first.verdict, f"as at {widths[0]} lanes: {first.detail}")
                 continue
             if slow:
-                results[variant][width] = Outcome("too slow", f"not run: {slow} ran past {timeout:g} CPU-seconds")
+                results[variant][width] = Outcome("emulator limit" if case.name in HANGS else "too slow",
+                                                  f"not run: {slow} ran past {timeout:g} CPU-seconds")
                 continue
             exe, log = build(case.name, variant, folder, width, cache, fingerprint)
             if exe is None:
                 results[variant][width] = Outcome(*classify_build_error(log, folder))
                 continue
-            outcome = judge(case, run(exe, case, folder, timeout, cache))
-            if outcome.verdict == "too slow" and quick and quick[0] < timeout / 4:
+            done = run(exe, case, folder, timeout, cache)
+            outcome = judge(case, done)
+            if done["timed_out"] and case.name in HANGS:
+                slow = f"{variant} at {width} lanes"
+            elif outcome.verdict == "too slow" and quick and quick[0] < timeout / 4:
                 outcome = Outcome("differs", f"ran past {timeout:g} CPU-seconds, where {quick[1]} took "
                                              f"{quick[0]:g}", outcome.seconds)
             elif outcome.verdict == "too slow":

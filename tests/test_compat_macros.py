@@ -36,13 +36,14 @@ def test_a_compat_header_that_drops_the_mask_silences_the_mask_at_its_calls(tmp_
     (tmp_path / "k.cu").write_bytes(src_xor)
     found = [f.rule_id for f in audit_source(src_xor, str(tmp_path / "k.cu"), AuditOptions(defines=("USE_ROCM",)))]
     assert "warp-mask-32bit" not in found and "warp-builtin-unavailable" not in found
-    # a branch that hands the mask on, which the AMD build may compile when no switch is known: it reaches HIP
-    (tmp_path / "compat.h").write_text("#pragma once\n#ifdef USE_ROCM\n"
+    # a branch that hands the mask on, which the AMD build may compile when no switch is known (a project's own
+    # name: `USE_ROCM` is one of rules/platforms.toml's AMD switches, taken as defined): it reaches HIP
+    (tmp_path / "compat.h").write_text("#pragma once\n#ifdef MYLIB_AMD\n"
                                        "#define __shfl_xor_sync(mask, var, lane) __shfl_xor(var, lane)\n#else\n"
                                        "#define __shfl_xor_sync(mask, var, lane) my_xor(mask, var, lane)\n#endif\n")
     assert "warp-mask-32bit" in [f.rule_id for f in audit_source(src_xor, str(tmp_path / "k.cu"), AuditOptions())]
     assert "warp-mask-32bit" not in [f.rule_id for f in audit_source(src_xor, str(tmp_path / "k.cu"),
-                                                                    AuditOptions(defines=("USE_ROCM",)))]
+                                                                    AuditOptions(defines=("MYLIB_AMD",)))]
 
 
 def test_a_local_named_warpsize_shadows_and_collides_with_nothing():

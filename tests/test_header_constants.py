@@ -60,9 +60,11 @@ def test_look_alikes_stay_silent(tmp_path):
 
 
 def test_without_the_switch_the_amd_build_takes_the_32_branch(tmp_path):
-    header = "#pragma once\n#ifdef USE_ROCM\n#define WARP_SIZE 64\n#else\n#define WARP_SIZE 32\n#endif\n"
-    assert _lane_math(tmp_path, header, KERNEL.split("    int b")[0] + "    out[a] = v;\n}\n") == \
-        [(5, "warning", "WARP_SIZE")]
+    # A project's own switch that nothing defines; `USE_ROCM`, an AMD switch of rules/platforms.toml, counts as set.
+    kernel = KERNEL.split("    int b")[0] + "    out[a] = v;\n}\n"
+    header = "#pragma once\n#ifdef MYLIB_AMD\n#define WARP_SIZE 64\n#else\n#define WARP_SIZE 32\n#endif\n"
+    assert _lane_math(tmp_path, header, kernel) == [(5, "warning", "WARP_SIZE")]
+    assert _lane_math(tmp_path, header.replace("MYLIB_AMD", "USE_ROCM"), kernel) == []
 
 
 def test_a_32_lane_reduction_with_ids_from_a_header_constant_gets_no_offset_patch(tmp_path):
