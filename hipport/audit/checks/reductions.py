@@ -10,6 +10,7 @@ own. With lane and warp ids of 32 (`tid % 32`, `tid / 32`, a `WARP_SIZE` of 32) 
 from __future__ import annotations
 
 import re
+import weakref
 from dataclasses import dataclass, field
 
 from hipport.audit.checks.common import (BALLOTS, SHUFFLES, SYNC_BUILTINS, WARP_OPS, operand_before,
@@ -137,6 +138,8 @@ class Reductions:
         self._rank = {id(fn): k for k, fn in enumerate(ctx.functions)}
         self._callees: dict[int, list] | None = None
         self._components: dict[int, int] | None = None
+        self._members: dict[int, list] | None = None  # component root -> its functions
+        self._logical: dict[int, bool] = {}  # component root -> `logical_32`'s answer, the same for each member
         self._crosses: dict[int, int] = {}
 
     @classmethod
@@ -240,8 +243,16 @@ class Reductions:
             return False
         if self._components is None:
             self._components = self._join()
+        if self._members is None:  # once per file: asked for every id of every kernel
+            self._members = {}
+            for f in self.ctx.functions:
+                self._members.setdefault(self._components.get(f.body[0]), []).append(f)
         root = self._components.get(fn.body[0])
-        members = [f for f in self.ctx.functions if self._components.get(f.body[0]) == root]
+        if root not in self._logical:
+            self._logical[root] = self._logical_component(self._members.get(root, []))
+        return self._logical[root]
+
+    def _logical_component(self, members: list) -> bool:
         if not any(f.body[0] in self.by_fn for f in members):
             return False
         fixed = False
@@ -425,8 +436,14 @@ def split_for(ctx: Context, i: int):
 
 def hip_warp_size(ctx: Context) -> bool:
     """`warpSize` here is HIP's (the hardware's width), not a project's `#define warpSize 32` or constant."""
-    return b"warpSize" not in ctx.macros and b"warpSize" not in ctx.header_constants and not any(
-        ctx.is_decl_name(k) for k in ctx.positions(b"warpSize"))
+    known = _HIP_WARP_SIZE.get(ctx)
+    if known is None:  # asked at every `warpSize` of the file: its declarations are looked for once
+        known = _HIP_WARP_SIZE[ctx] = b"warpSize" not in ctx.macros and b"warpSize" not in ctx.header_constants \
+            and not any(ctx.is_decl_name(k) for k in ctx.positions(b"warpSize"))
+    return known
+
+
+_HIP_WARP_SIZE: "weakref.WeakKeyDictionary[Context, bool]" = weakref.WeakKeyDictionary()
 
 
 def group_lanes(ctx: Context, red: "Reductions", fn) -> set[bytes]:
