@@ -26,6 +26,7 @@ from hipport.audit.checks import (
     wave_width,
 )
 from hipport.audit.checks.common import Spans, wave_conditional_lines
+from hipport.audit.checks.reductions import value_is_32
 from hipport.audit.checks.context import Context
 from hipport.audit.hazards import load_all_rules, load_hazards
 from hipport.audit.options import AuditOptions
@@ -79,11 +80,33 @@ def _drop_tile32_ids(ctx: Context) -> None:
     for fn in ctx.functions:
         a, b = fn.body
         if any(ctx.text[k] in (b"tiled_partition", b"thread_block_tile") and ctx.t(k + 1) == b"<"
-               and ctx.t(k + 2) == b"32" and ctx.t(k + 3) == b">" for k in range(a, b)):
+               and _tile_32(ctx, fn, ctx.t(k + 2)) and ctx.t(k + 3) == b">" for k in range(a, b)):
             spans.append((ctx.lines.line_col(ctx.starts[a])[0], ctx.lines.line_col(ctx.starts[b])[0]))
     if spans:
         tiles = Spans(spans)
         ctx.findings = [f for f in ctx.findings if f.rule_id != "lane-math-32" or not tiles.hold(f.line)]
+
+
+def _tile_32(ctx: Context, fn, width: bytes) -> bool:
+    """A tile width of 32: the literal, a constant of 32 (`thread_block_tile<WARP_SIZE>` with `#define WARP_SIZE
+    32`), the function's template parameter (`thread_block_tile<tbSize>`), or a name from a header out of sight
+    when the function calls the tile's shuffles or votes (`g.shfl_xor(v, i)`): CUDA gives a tile those methods
+    only up to 32 threads, and HIP's take the tile's width and mask (amd_hip_cooperative_groups.h:
+    `__shfl_xor(var, laneMask, numThreads)`, `build_mask()`), so the tile stays in its 32 lanes (DeepSpeed)."""
+    if width == b"32" or value_is_32(ctx, width):
+        return True
+    if not width[:1].isalpha() and width[:1] != b"_" or width == b"warpSize":
+        return False
+    if width.decode("latin-1") in fn.template_params:
+        return True
+    if ctx.macro_value(width) is not None or ctx.declarations(width):
+        return False  # defined here, and not as 32
+    a, b = fn.body
+    return any(ctx.text[k] in _TILE_METHODS and ctx.t(k - 1) in (b".", b"->") for k in range(a, b))
+
+
+_TILE_METHODS = frozenset({b"shfl", b"shfl_up", b"shfl_down", b"shfl_xor", b"ballot", b"any", b"all", b"match_any",
+                           b"match_all"})
 
 
 def _drop_masks_compat_drops(ctx: Context, path: str, options: AuditOptions) -> None:
