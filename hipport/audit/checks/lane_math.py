@@ -127,7 +127,7 @@ def check(ctx: Context) -> None:
         if c.reaching is not None:
             home = ctx.function_at(c.reaching)
             ids = red.ids(home) if home is not None else None
-            if ids is not None and ids.fixed and not ids.hardware:
+            if ids is not None and not ids.hardware and (ids.fixed or red.butterfly_alone(home)):
                 wide = next((k for k in (red.crossing_op(home), red.crossing_op(c.fn) if c.fn else -1) if k >= 0),
                             -1)
                 if wide < 0:

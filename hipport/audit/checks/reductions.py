@@ -264,6 +264,29 @@ class Reductions:
             fixed = fixed or bool(self._ids[f.body[0]].fixed)
         return fixed  # a reduction alone (a helper no caller here numbers) may serve ids of `warpSize`
 
+    def butterfly_alone(self, fn) -> bool:
+        """Every 16..1 reduction of ``fn`` is an xor butterfly (`v = __shfl_xor_sync(m, v, i)`, i = 1..16), the
+        functions joined to it by calls count no hardware lane and run nothing that sees both 32-lane halves, and
+        its results leave only through memory (a kernel, or a `void` function with no reference parameter). Lane
+        k xor an offset below 32 stays in k's 32-lane half, so every lane of a 64-lane wavefront computes what it
+        computes in a 32-lane warp, ids or none (exllamav2's Hadamard transform of 32 values per group). A helper
+        returning its sum may serve ids of `warpSize` in a file out of sight: not this."""
+        if fn is None or not fn.device or fn.body[0] not in self.by_fn or not _results_stay(self.ctx, fn):
+            return False
+        if self.ids(fn).hardware or not _xor_only(self.ctx, fn):
+            return False
+        if self._components is None:
+            self._components = self._join()
+        root = self._components.get(fn.body[0])
+        for f in self.ctx.functions:
+            if self._components.get(f.body[0]) != root:
+                continue
+            if f.body[0] not in self._ids:
+                self._ids[f.body[0]] = _ids_in(self.ctx, f)
+            if self._ids[f.body[0]].hardware or self.crossing_op(f) >= 0:
+                return False
+        return True
+
     def crosses(self, fn) -> bool:
         """``fn`` itself runs a warp operation that sees both 32-lane halves of a 64-lane wavefront
         (`_crosses_halves`): beside it, its ids of 32, or the reduction it holds, are not one logical warp of 32."""
@@ -293,6 +316,47 @@ class Reductions:
     def lines(self, tokens: list[int]) -> str:
         ctx = self.ctx
         return ", ".join(str(n) for n in sorted({ctx.lines.line_col(ctx.starts[k])[0] for k in tokens}))
+
+
+_XOR = (b"__shfl_xor_sync", b"__shfl_xor")
+_QUALIFIERS = {b"__device__", b"__host__", b"__forceinline__", b"inline", b"__inline__", b"static", b"__noinline__"}
+
+
+def _xor_only(ctx: Context, fn) -> bool:
+    """Each 16..1 loop of ``fn`` shuffles only by xor, and no unrolled ladder from 16 is another shuffle."""
+    for i in range(*fn.body):
+        if ctx.text[i] == b"for" and _for_offsets(ctx, i) is not None:
+            body = split_for(ctx, i)[3]
+            if any(ctx.text[k] in OFFSET_SHUFFLES and ctx.is_call(k) and ctx.text[k] not in _XOR
+                   for k in range(*body)):
+                return False
+        elif ctx.text[i] in OFFSET_SHUFFLES and ctx.text[i] not in _XOR and ctx.is_call(i) \
+                and _ladder_from_16(ctx, i, fn):
+            return False
+    return True
+
+
+def _results_stay(ctx: Context, fn) -> bool:
+    """``fn`` is a kernel, or returns `void` and takes no non-const reference: what it computes leaves only
+    through memory, never as a value a caller goes on reducing."""
+    if fn.kernel:
+        return True
+    m, void = ctx.prev_code(fn.name_index), False
+    while m >= 0 and (ctx.text[m] in _QUALIFIERS or ctx.text[m] == b"void"):
+        void = void or ctx.text[m] == b"void"
+        m = ctx.prev_code(m)
+    if not void:
+        return False
+    open_, close = fn.params
+    const = False
+    for k in range(open_ + 1, close):
+        if ctx.text[k] == b",":
+            const = False
+        elif ctx.text[k] == b"const":
+            const = True
+        elif ctx.text[k] in (b"&", b"&&") and not const:
+            return False
+    return True
 
 
 def called_at(ctx: Context, k: int) -> bool:

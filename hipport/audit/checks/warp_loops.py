@@ -258,6 +258,12 @@ def _check_for(ctx: Context, i: int, red: Reductions) -> tuple[int, int] | None:
     shuffles = [k for k in range(body[0], body[1]) if ctx.text[k] in SHUFFLES and ctx.is_call(k)]
     if offsets is not None and _kept_halves(ctx, red, offsets, "shuffle offsets 16..1", shuffles):
         return body
+    if offsets is not None and red.butterfly_alone(ctx.function_at(i)):
+        ctx.report(RULE, offsets, "xor butterfly over offsets 1..16: each lane reads inside its own 32-lane half, "
+                   "so a 64-lane wavefront computes what two 32-lane warps compute, and nothing here counts the "
+                   "hardware's lanes; bound it by `warpSize` only if it must span the whole wavefront",
+                   subject="< 32", confidence="medium", severity="info")
+        return body
     if offsets is not None and _inside_first_32(ctx, i) is not None:
         # Only 32 threads take part there (`if (tid < 32)`, the tail of a block reduction): offsets 16..1 read
         # inside them on any wavefront, and `warpSize / 2` would read lanes that never wrote. The guard's own
