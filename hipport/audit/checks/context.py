@@ -166,7 +166,19 @@ class Context:
         text, kinds, in_dir, n = self.text, self.kinds, self.in_directive, self.n
         # From one `__global__`/`__device__` to the next, not through every token: the scan below resumes after
         # what it read, so a mark it stepped over is skipped.
-        marks = sorted(k for word in _DEVICE_MARKS for k in self.positions(word))
+        # A project's object-like macro for the marks (`#define DEVICE __forceinline__ __device__`, as the AMD
+        # build defines it) marks a function as well: without it its body is host code to every check.
+        kernels = {b"__global__"}
+        words = set(_DEVICE_MARKS)
+        for name in self.macros:
+            if name in _DEVICE_MARKS:
+                continue
+            value = {text[k] for k in (self.macro_value(name) or ())}
+            if value & _DEVICE_MARKS:
+                words.add(name)
+                if b"__global__" in value:
+                    kernels.add(name)
+        marks = sorted(k for word in words for k in self.positions(word))
         i = 0
         for mark in marks:
             if mark < i:
@@ -174,7 +186,7 @@ class Context:
             i = mark
             if kinds[i] != IDENT or in_dir[i]:
                 continue
-            kernel = text[i] == b"__global__"
+            kernel = text[i] in kernels
             j = i + 1
             paren = None
             while j < n:
