@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from bisect import bisect_right
 from dataclasses import dataclass
@@ -105,6 +106,12 @@ def check(ctx: Context) -> None:
         expr = ctx.span_text(lo, i + 1).decode()
         what = "lane index" if kind == "lane" else ("warp count" if block or named_block else "warp index")
         users = _macro_users(ctx, i) if in_macro else [fn]
+        if in_macro and not users and _unused_macro(ctx, _macro_holding(ctx, i)):
+            name = _macro_holding(ctx, i).decode("latin-1")
+            ctx.report(RULE, op, f"`{name}` divides by 32 but nothing uses it, in this file or in the sources under "
+                       f"its folder", confidence="medium",
+                       subject=ctx.text[op].decode() + " " + ctx.text[i].decode(), severity="info")
+            continue
         warp_fed = any(f is not None and f.body[0] in warp_fns for f in users)
         if kind == "lane" and _permutes_within_32(ctx, op):
             continue  # `(i & ~31) | f(i) & 31`: data moved inside rows of 32, not a lane
@@ -347,6 +354,37 @@ def _macro_users(ctx: Context, i: int) -> list:
     if name is None:
         return []
     return [ctx.function_at(k) for k in ctx.positions(name) if not ctx.in_directive[k]]
+
+
+_SOURCES = (".cu", ".cuh", ".h", ".hpp", ".hh", ".hxx", ".cpp", ".cc", ".cxx", ".hip", ".inl", ".c", ".py")
+_FOLDER_TEXTS: dict[tuple[str, int], list[tuple[str, bytes]]] = {}  # (folder, its mtime) -> sources
+
+
+def _unused_macro(ctx: Context, name: bytes | None) -> bool:
+    """No token of this file but its `#define` names macro ``name``, and no source under this file's folder
+    mentions it: a definition nothing compiles with (exllamav2's `GPTQ_MAX_GROUPS_IN_BLOCK`). A header's macro
+    used by a file beside it is that file's to judge, so then it is not unused."""
+    if name is None or any(not ctx.in_directive[k] for k in ctx.positions(name)) or len(ctx.positions(name)) > 1:
+        return False
+    if ctx.path.startswith("<") or not os.path.isfile(ctx.path):
+        return False
+    folder = os.path.dirname(os.path.abspath(ctx.path))
+    key = (folder, os.stat(folder).st_mtime_ns)
+    texts = _FOLDER_TEXTS.get(key)
+    if texts is None:
+        texts = []
+        for root, _dirs, files in os.walk(folder):
+            for f in sorted(files):
+                if f.endswith(_SOURCES) and len(texts) < 2000:
+                    try:
+                        with open(os.path.join(root, f), "rb") as fh:
+                            texts.append((os.path.join(root, f), fh.read(4_000_000)))
+                    except OSError:
+                        continue
+        _FOLDER_TEXTS[key] = texts
+    word = re.compile(rb"\b" + re.escape(name) + rb"\b")
+    me = os.path.abspath(ctx.path)
+    return not any(path != me and word.search(text) for path, text in texts)
 
 
 def _macro_holding(ctx: Context, i: int) -> bytes | None:
@@ -839,7 +877,10 @@ def _report_uses(ctx: Context, name: bytes, definition: int | None, where: range
         flagged.add(line)
         user = ctx.function_at(k)
         reduction = Reductions.of(ctx).reaching(user)
-        if reduction is not None and not Reductions.of(ctx).ids(user).hardware:
+        # ... unless the function also runs a vote or an absolute-lane shuffle that sees both halves (gc's
+        # `who = __ffs(bal) - 1; __shfl_sync(m, v, who)` beside ids of 32): then they are not one logical warp.
+        if reduction is not None and not Reductions.of(ctx).ids(user).hardware \
+                and not Reductions.of(ctx).crosses(user):
             # With a 32-lane shuffle reduction the ids of 32 are what keeps it right on 64 lanes (reductions.py).
             red_line = ctx.lines.line_col(ctx.starts[reduction])[0]
             ctx.report(RULE, k, f"`{name.decode()}` (32, {place}) used as the warp size here, with the "
