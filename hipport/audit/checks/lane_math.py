@@ -877,7 +877,10 @@ def _report_uses(ctx: Context, name: bytes, definition: int | None, where: range
         flagged.add(line)
         user = ctx.function_at(k)
         reduction = Reductions.of(ctx).reaching(user)
-        if reduction is not None and not Reductions.of(ctx).ids(user).hardware:
+        # ... unless the function also runs a vote or an absolute-lane shuffle that sees both halves (gc's
+        # `who = __ffs(bal) - 1; __shfl_sync(m, v, who)` beside ids of 32): then they are not one logical warp.
+        if reduction is not None and not Reductions.of(ctx).ids(user).hardware \
+                and not Reductions.of(ctx).crosses(user):
             # With a 32-lane shuffle reduction the ids of 32 are what keeps it right on 64 lanes (reductions.py).
             red_line = ctx.lines.line_col(ctx.starts[reduction])[0]
             ctx.report(RULE, k, f"`{name.decode()}` (32, {place}) used as the warp size here, with the "
