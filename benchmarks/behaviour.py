@@ -25,7 +25,7 @@ a program uses them only where that file has them.
 
 Verdicts per variant and width: `same`, `differs`, `does not build`, `emulator limit` (a build that fails on what
 HIP-CPU lacks, per its README: cooperative groups, the `*_sync` warp forms, `__syncwarp`, bf16, matrix cores,
-libraries...; or a run-time limit named in RUN_LIMITS), `too slow` (past --timeout), `no check`.
+libraries...; a run-time limit named in RUN_LIMITS or HANGS; a program g++ cannot compile, TOO_BIG), `too slow` (past --timeout), `no check`.
 
     python3 benchmarks/behaviour.py                      # every program, one at a time
     python3 benchmarks/behaviour.py --only gc --only score -v
@@ -128,6 +128,11 @@ BUILD_LIMITS = [
 HANGS = {
     "gc": "runSmall's `do { ... } while (again)` waits for colours other threads of the block write (`volatile`), "
           "with no barrier or warp operation in the loop",
+}
+# Programs g++ cannot compile for HIP-CPU on a development machine: not built, an emulator limit.
+TOO_BIG = {
+    "segsort": "g++ 12 compiling the hand port's main.cu for HIP-CPU (hundreds of unrolled sort kernels, each a "
+               "HIP-CPU coroutine) grew past 19 GB of memory in 38 minutes without finishing (2026-12-03)",
 }
 RUN_LIMITS = {
     # Checked: with a `__syncthreads()` added before FWrem_64's diagonal branch the hand port's results match.
@@ -532,6 +537,9 @@ def measure(case: Case, cache: Path, timeout: float, widths=WIDTHS, variants=VAR
             if first and first.verdict in ("does not build", "emulator limit") and width != widths[0]:
                 # Only HIP-CPU's `warpSize` differs between the widths: the same error, without a second build.
                 results[variant][width] = Outcome(first.verdict, f"as at {widths[0]} lanes: {first.detail}")
+                continue
+            if case.name in TOO_BIG:
+                results[variant][width] = Outcome("emulator limit", f"not built: {TOO_BIG[case.name]}")
                 continue
             if slow:
                 results[variant][width] = Outcome("emulator limit" if case.name in HANGS else "too slow",
