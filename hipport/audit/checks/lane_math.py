@@ -629,7 +629,7 @@ def _host_code(ctx: Context, k: int) -> bool:
 def _first_32_only(ctx: Context, uses: list[int]) -> bool:
     """Every use is the bound of an `if (tid < 32)` whose shuffles reduce by offsets 16..1, or inside its branch:
     only threads 0-31 run there, half of a 64-lane wavefront, and the shuffles read among them (`warp_loops.py`)."""
-    from hipport.audit.checks.warp_loops import first_32_part  # it imports this module
+    from hipport.audit.checks.reductions import first_32_part
 
     return all(first_32_part(ctx, k) for k in uses)
 

@@ -15,7 +15,7 @@ from hipport.audit.checks.common import (
 from hipport.audit.checks.context import COMMENT, IDENT, LITERAL, Context, int_value
 from hipport.audit.checks.mask_values import variable_edits
 from hipport.audit.checks.names import release_guarded
-from hipport.audit.checks.warp_loops import in_first_32_tail
+from hipport.audit.checks.reductions import in_first_32_tail
 from hipport.wavefront import load_wave_rules
 
 RULE = "warp-mask-32bit"

@@ -13,9 +13,9 @@ import re
 import weakref
 from dataclasses import dataclass, field
 
-from hipport.audit.checks.common import (BALLOTS, SHUFFLES, SYNC_BUILTINS, WARP_OPS, operand_before,
-                                         split_template_args, statement_end, statement_start, thread_derived,
-                                         user_defined)
+from hipport.audit.checks.common import (BALLOTS, SHUFFLES, SYNC_BUILTINS, WARP_OPS, enclosing_open, is_lane_like,
+                                         operand_before, split_template_args, statement_end, statement_start,
+                                         thread_derived, user_defined)
 from hipport.audit.checks.context import COMMENT, IDENT, LITERAL, THREAD_INDEX, Context, int_value
 
 OFFSET_SHUFFLES = {b"__shfl_down_sync", b"__shfl_xor_sync", b"__shfl_up_sync", b"__shfl_down", b"__shfl_xor",
@@ -378,8 +378,6 @@ def _crosses_halves(ctx: Context, fn) -> int:
     (`__any_sync`, `__ballot`: the whole wavefront's), or a shuffle from an absolute lane with no width of 32 or
     less (`__shfl_sync(m, v, k)`: lanes 32-63 read lane k of the lower half). Offset shuffles are judged with the
     reduction they belong to; an index shuffle with `width` <= 32 stays inside its half."""
-    from hipport.audit.checks.warp_loops import in_first_32_tail  # it reads this module's loops
-
     masks = None
     for k in range(*fn.body):
         t = ctx.text[k]
@@ -677,3 +675,105 @@ def uses_warp_ops(ctx: Context) -> set[int]:
 __all__ = ["Ids", "OFFSET_SHUFFLES", "Reductions", "called_at", "confined_index_shuffle", "group_lanes",
            "guarded_by_lane", "loop_offsets_32",
            "uses_warp_ops", "value_is_32", "IDENT"]
+
+
+# `if (tid < 32)` tails: only threads 0-31 run them (warp_loops and masks read these too).
+
+def if_branch(ctx: Context, i: int) -> tuple[int, int]:
+    """First and last token of what the `if` at ``i`` runs: its block, or its one statement."""
+    close = ctx.match(ctx.next_code(i))
+    body = ctx.next_code(close)
+    end = ctx.match(body) if ctx.t(body) == b"{" else body
+    while ctx.t(body) != b"{" and end < ctx.n and ctx.text[end] != b";":
+        end += 1
+    return body, end
+
+
+def tail_from_16(ctx: Context, body: int, end: int) -> bool:
+    """The branch reduces by shuffle offsets 16..1 (a loop or a ladder) and by no offset counted from `warpSize`."""
+    found = False
+    for k in range(body, max(end, body) + 1):
+        if ctx.text[k] == b"for":
+            parts = split_for(ctx, k)
+            if parts is not None:
+                init, cond, incr, loop = parts
+                if loop_offsets_32(ctx, cond, init, incr, loop) is not None:
+                    found = True
+                elif any(ctx.text[m] == b"warpSize" for m in range(init[0], incr[1])):
+                    return False
+        elif ctx.text[k] in OFFSET_SHUFFLES and ctx.is_call(k):
+            args = ctx.call_args(k) or []
+            pos = SHUFFLES[ctx.text[k]] + 1
+            if len(args) > pos:
+                offset = [m for m in range(*args[pos]) if ctx.kinds[m] != COMMENT]
+                if any(ctx.text[m] == b"warpSize" for m in offset):
+                    return False
+                if len(offset) == 1 and int_value(ctx.text[offset[0]]) == 16:
+                    found = True
+    return found
+
+
+def in_first_32_tail(ctx: Context, i: int, named: bool = False) -> bool:
+    """Token ``i`` is in the branch of an `if (tid < 32)` whose shuffles count offsets 16..1 (with ``named``, the
+    32 may be a project's constant: `if (threadIdx.x < WARP_SIZE)`)."""
+    lit = inside_first_32(ctx, i, named)
+    if lit is None:
+        return False
+    k = lit
+    while ctx.text[k] != b"if":
+        k = ctx.prev_code(k)
+    return tail_from_16(ctx, *if_branch(ctx, k))
+
+
+def first_32_part(ctx: Context, k: int) -> bool:
+    """Token ``k`` is the 32 of an `if (tid < 32)` (a literal or a project's constant) whose branch reduces by
+    offsets 16..1, or lies in such a branch: only threads 0-31 take part there, on any wavefront."""
+    if in_first_32_tail(ctx, k, named=True):
+        return True
+    p = enclosing_open(ctx, k, b"(")
+    if p < 0 or ctx.t(ctx.prev_code(p)) != b"if" or ctx.match(p) != ctx.next_code(k):
+        return False
+    return first_32_condition(ctx, ctx.prev_code(p), named=True) is not None and \
+        tail_from_16(ctx, *if_branch(ctx, ctx.prev_code(p)))
+
+
+def first_32_condition(ctx: Context, i: int, named: bool = False) -> list[int] | None:
+    """The condition's tokens when the `if` at ``i`` tests `<thread index> < 32` in device code (`lane < 32` is
+    "the low half", a choice, not "the first warp"), the 32 a literal or, with ``named``, a project's constant of
+    32; else None."""
+    if ctx.text[i] != b"if" or not ctx.device[i] or ctx.t(ctx.next_code(i)) != b"(":
+        return None
+    open_ = ctx.next_code(i)
+    close = ctx.match(open_)
+    if close <= open_:
+        return None
+    code = [k for k in range(open_ + 1, close) if ctx.kinds[k] != COMMENT]
+    if len(code) < 3 or ctx.text[code[-2]] != b"<" or not (int_value(ctx.text[code[-1]]) == 32 or named and (
+            ctx.kinds[code[-1]] == IDENT and value_is_32(ctx, ctx.text[code[-1]]) and not (
+            ctx.text[code[-1]] == b"warpSize" and hip_warp_size(ctx)))):
+        return None
+    fn = ctx.function_at(i)
+    if fn is None:
+        return None
+    derived = ctx.__dict__.setdefault("_first_32_derived", {})  # once a function
+    if fn.body[0] not in derived:
+        derived[fn.body[0]] = thread_derived(ctx, fn)
+    left = code[:-2]
+    if not any(ctx.text[k] in (b"threadIdx", b"hipThreadIdx_x") or ctx.text[k] in derived[fn.body[0]]
+               for k in left) or is_lane_like(ctx, left[0], left[-1] + 1):
+        return None
+    return code
+
+
+def inside_first_32(ctx: Context, i: int, named: bool = False) -> int | None:
+    """The `32` of an `if (tid < 32)` whose branch holds token ``i`` (a block, or the one statement after it)."""
+    k = i
+    while True:
+        before = ctx.prev_code(k)
+        if ctx.t(before) == b")" and 0 <= ctx.match(before) < before:
+            code = first_32_condition(ctx, ctx.prev_code(ctx.match(before)), named)
+            if code is not None:
+                return code[-1]
+        k = enclosing_open(ctx, k, b"{")
+        if k < 0:
+            return None

@@ -8,15 +8,14 @@ from hipport.audit.checks.common import (
     SYNC_BUILTINS,
     WARP_OPS,
     Spans,
-    enclosing_open,
     is_full_mask32,
     is_lane_like,
     user_defined,
 )
 from hipport.audit.checks.context import COMMENT, IDENT, LITERAL, Context, int_value
 from hipport.audit.checks.lane_math import group_edits
-from hipport.audit.checks.reductions import (Reductions, group_lanes, guarded_by_lane, hip_warp_size, loop_offsets_32,
-                                             split_for, value_is_32)
+from hipport.audit.checks.reductions import (Reductions, first_32_condition, group_lanes, guarded_by_lane, if_branch,
+                                             inside_first_32, loop_offsets_32, split_for, tail_from_16)
 from hipport.semantic import load_semantic
 
 RULE = "warp-loop-32"
@@ -51,14 +50,14 @@ def _check_first_32_guard(ctx: Context) -> None:
     within the 32 threads on any wavefront, and is right as written; what is not is a `*_sync` mask of every lane,
     which ROCm 7 checks against the lanes taking part (debug builds): those masks become `__activemask()`."""
     for i in ctx.positions(b"if"):
-        code = _first_32_condition(ctx, i)
+        code = first_32_condition(ctx, i)
         if code is None:
             continue
-        body, end = _branch(ctx, i)
+        body, end = if_branch(ctx, i)
         if not any(ctx.text[k] in SHUFFLES and ctx.is_call(k) for k in range(body, max(end, body) + 1)):
             continue
         guard = ctx.span_text(code[0], code[-1] + 1).decode("latin-1")
-        if not _tail_from_16(ctx, body, end):
+        if not tail_from_16(ctx, body, end):
             ctx.report(RULE, code[-1], f"`{guard}` takes the first 32 threads as a warp: on a 64-lane wavefront they "
                        f"are half of one, and the shuffles inside read lanes 32-63, which take no part (test "
                        f"`< warpSize`, or give lanes 32-63 a neutral value)",
@@ -71,40 +70,6 @@ def _check_first_32_guard(ctx: Context) -> None:
                    f"offsets 16..1 keep lane 0's result within them, but a mask of every lane is not the lanes "
                    f"taking part, which ROCm 7 checks in debug builds (pass `__activemask()`; keep the guard and "
                    f"offsets, or widen them together)", edits=edits, subject="< 32", severity="warning")
-
-
-def _branch(ctx: Context, i: int) -> tuple[int, int]:
-    """First and last token of what the `if` at ``i`` runs: its block, or its one statement."""
-    close = ctx.match(ctx.next_code(i))
-    body = ctx.next_code(close)
-    end = ctx.match(body) if ctx.t(body) == b"{" else body
-    while ctx.t(body) != b"{" and end < ctx.n and ctx.text[end] != b";":
-        end += 1
-    return body, end
-
-
-def _tail_from_16(ctx: Context, body: int, end: int) -> bool:
-    """The branch reduces by shuffle offsets 16..1 (a loop or a ladder) and by no offset counted from `warpSize`."""
-    found = False
-    for k in range(body, max(end, body) + 1):
-        if ctx.text[k] == b"for":
-            parts = split_for(ctx, k)
-            if parts is not None:
-                init, cond, incr, loop = parts
-                if loop_offsets_32(ctx, cond, init, incr, loop) is not None:
-                    found = True
-                elif any(ctx.text[m] == b"warpSize" for m in range(init[0], incr[1])):
-                    return False
-        elif ctx.text[k] in _OFFSET_SHUFFLES and ctx.is_call(k):
-            args = ctx.call_args(k) or []
-            pos = SHUFFLES[ctx.text[k]] + 1
-            if len(args) > pos:
-                offset = [m for m in range(*args[pos]) if ctx.kinds[m] != COMMENT]
-                if any(ctx.text[m] == b"warpSize" for m in offset):
-                    return False
-                if len(offset) == 1 and int_value(ctx.text[offset[0]]) == 16:
-                    found = True
-    return found
 
 
 def full_masks_within(ctx: Context, body: int, end: int) -> list[tuple[int, int]]:
@@ -126,74 +91,6 @@ def full_masks_within(ctx: Context, body: int, end: int) -> list[tuple[int, int]
             if (is32 and value == 0xFFFFFFFF) or spelled in load_semantic().full64:
                 out.append((code[0], code[-1] + 1))
     return out
-
-
-def in_first_32_tail(ctx: Context, i: int, named: bool = False) -> bool:
-    """Token ``i`` is in the branch of an `if (tid < 32)` whose shuffles count offsets 16..1 (with ``named``, the
-    32 may be a project's constant: `if (threadIdx.x < WARP_SIZE)`)."""
-    lit = _inside_first_32(ctx, i, named)
-    if lit is None:
-        return False
-    k = lit
-    while ctx.text[k] != b"if":
-        k = ctx.prev_code(k)
-    return _tail_from_16(ctx, *_branch(ctx, k))
-
-
-def first_32_part(ctx: Context, k: int) -> bool:
-    """Token ``k`` is the 32 of an `if (tid < 32)` (a literal or a project's constant) whose branch reduces by
-    offsets 16..1, or lies in such a branch: only threads 0-31 take part there, on any wavefront."""
-    if in_first_32_tail(ctx, k, named=True):
-        return True
-    p = enclosing_open(ctx, k, b"(")
-    if p < 0 or ctx.t(ctx.prev_code(p)) != b"if" or ctx.match(p) != ctx.next_code(k):
-        return False
-    return _first_32_condition(ctx, ctx.prev_code(p), named=True) is not None and \
-        _tail_from_16(ctx, *_branch(ctx, ctx.prev_code(p)))
-
-
-def _first_32_condition(ctx: Context, i: int, named: bool = False) -> list[int] | None:
-    """The condition's tokens when the `if` at ``i`` tests `<thread index> < 32` in device code (`lane < 32` is
-    "the low half", a choice, not "the first warp"), the 32 a literal or, with ``named``, a project's constant of
-    32; else None."""
-    from hipport.audit.checks.common import thread_derived
-
-    if ctx.text[i] != b"if" or not ctx.device[i] or ctx.t(ctx.next_code(i)) != b"(":
-        return None
-    open_ = ctx.next_code(i)
-    close = ctx.match(open_)
-    if close <= open_:
-        return None
-    code = [k for k in range(open_ + 1, close) if ctx.kinds[k] != COMMENT]
-    if len(code) < 3 or ctx.text[code[-2]] != b"<" or not (int_value(ctx.text[code[-1]]) == 32 or named and (
-            ctx.kinds[code[-1]] == IDENT and value_is_32(ctx, ctx.text[code[-1]]) and not (
-            ctx.text[code[-1]] == b"warpSize" and hip_warp_size(ctx)))):
-        return None
-    fn = ctx.function_at(i)
-    if fn is None:
-        return None
-    derived = ctx.__dict__.setdefault("_first_32_derived", {})  # once a function
-    if fn.body[0] not in derived:
-        derived[fn.body[0]] = thread_derived(ctx, fn)
-    left = code[:-2]
-    if not any(ctx.text[k] in (b"threadIdx", b"hipThreadIdx_x") or ctx.text[k] in derived[fn.body[0]]
-               for k in left) or is_lane_like(ctx, left[0], left[-1] + 1):
-        return None
-    return code
-
-
-def _inside_first_32(ctx: Context, i: int, named: bool = False) -> int | None:
-    """The `32` of an `if (tid < 32)` whose branch holds token ``i`` (a block, or the one statement after it)."""
-    k = i
-    while True:
-        before = ctx.prev_code(k)
-        if ctx.t(before) == b")" and 0 <= ctx.match(before) < before:
-            code = _first_32_condition(ctx, ctx.prev_code(ctx.match(before)), named)
-            if code is not None:
-                return code[-1]
-        k = enclosing_open(ctx, k, b"{")
-        if k < 0:
-            return None
 
 
 def _kept_halves(ctx: Context, red: Reductions, k: int, what: str, calls: list[int] | None = None) -> bool:
@@ -264,7 +161,7 @@ def _check_for(ctx: Context, i: int, red: Reductions) -> tuple[int, int] | None:
                    "hardware's lanes; bound it by `warpSize` only if it must span the whole wavefront",
                    subject="< 32", confidence="medium", severity="info")
         return body
-    if offsets is not None and _inside_first_32(ctx, i) is not None:
+    if offsets is not None and inside_first_32(ctx, i) is not None:
         # Only 32 threads take part there (`if (tid < 32)`, the tail of a block reduction): offsets 16..1 read
         # inside them on any wavefront, and `warpSize / 2` would read lanes that never wrote. The guard's own
         # finding says what to change, together or not at all.
@@ -343,7 +240,7 @@ def _check_shuffle_call(ctx: Context, i: int, loops: Spans, red: Reductions) -> 
     ladder = [k for k in range(lo, hi) if ctx.text[k] in _OFFSET_SHUFFLES and ctx.is_call(k)]
     if has_32 or _kept_halves(ctx, red, code[0], "shuffle ladder from offset 16", ladder):
         return
-    if _inside_first_32(ctx, i) is not None:
+    if inside_first_32(ctx, i) is not None:
         return  # only 32 threads take part (`if (tid < 32)`): the ladder from 16 stays inside them
     ctx.report(RULE, code[0], f"unrolled `{name.decode()}` ladder starts at offset 16: on a 64-lane wavefront "
                f"lanes 32-63 are never combined (add an offset-32 step for wave64, or loop from `warpSize / 2`)",
