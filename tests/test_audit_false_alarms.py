@@ -159,3 +159,17 @@ def test_the_names_kept_compile_with_the_real_release(tmp_path, release):
     (tmp_path / "kept.hip").write_bytes(result.after)
     r = real_compile(tmp_path / "kept.hip", release, ("gfx942", "gfx1100"))
     assert r.returncode == 0, r.stderr[-3000:]
+
+
+def test_no_width_patch_for_a_project_shuffle_macro():
+    # HeCBench shuffle: `--apply-suggestions` gave `__shfl_xor(value, mask, 32)` to a two-parameter macro of the
+    # project's, which stopped the program compiling; the finding stays, with no patch.
+    src = (FIXTURES / "project-shuffle-macro.cu").read_bytes()
+    opts = AuditOptions(rocm_version=(7, 2))
+    found = [f for f in audit_source(src, str(FIXTURES / "project-shuffle-macro.cu"), opts)
+             if f.rule_id == "warp-loop-32"]
+    assert [(f.line, f.severity, len(f.edits)) for f in found] == [(10, "info", 0)]
+    assert "the patch says so" not in found[0].message
+    plain = src.replace(b"#define __shfl_xor(v, d) __shfl_xor_sync(0xffffffffffffffffull, v, d)\n", b"")
+    patched = [f for f in audit_source(plain, "k.cu", opts) if f.rule_id == "warp-loop-32"]
+    assert [len(f.edits) for f in patched] == [1]  # HIP's own `__shfl_xor` takes the width

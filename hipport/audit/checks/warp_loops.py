@@ -122,9 +122,12 @@ def _kept_halves(ctx: Context, red: Reductions, k: int, what: str, calls: list[i
     if not missing:
         return True
     edits = []
-    for c in missing:
-        close = ctx.match(ctx.next_code(c))
-        edits.append(ctx.edit(close, ", 32)"))
+    # A shuffle the project defines itself (shuffle-cuda's `#define __shfl_xor(v, d) __shfl_xor_sync(~0, v, d)`)
+    # takes the parameters it declares: a third argument would not compile, so no patch.
+    if not any(user_defined(ctx, ctx.text[c]) for c in missing):
+        for c in missing:
+            close = ctx.match(ctx.next_code(c))
+            edits.append(ctx.edit(close, ", 32)"))
     lines = red.lines([k, *ids.fixed])
     if crossing:
         names = ", ".join(sorted({f"`{ctx.text[c].decode()}`" for c in crossing}))
@@ -133,7 +136,8 @@ def _kept_halves(ctx: Context, red: Reductions, k: int, what: str, calls: list[i
                    f"each group apart (right on 32 lanes too)", edits=edits, subject=what, severity="warning")
         return True
     ctx.report(RULE, k, f"{what} with lane/warp ids of 32 lanes (lines {lines}): right on 64 lanes, each 32-lane "
-               f"group reducing on its own; the patch says so with `width` 32", edits=edits, subject=what,
+               f"group reducing on its own" + ("; the patch says so with `width` 32" if edits else ""), edits=edits,
+               subject=what,
                severity="info", confidence="high")
     return True
 
