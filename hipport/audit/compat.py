@@ -53,8 +53,9 @@ def _of_header(path: str, mtime_ns: int, size: int, known: tuple) -> tuple[froze
 _MAX_DEPTH = 4
 
 
-def _header_names(headers, known) -> set[bytes]:
-    names: set[bytes] = set()
+def _each_header(headers, read):
+    """``read(header, mtime, size, known...)``'s results for ``headers`` and what they include, breadth first, each
+    header once, at most _MAX_DEPTH includes down; ``read`` returns (..., the headers it includes)."""
     seen: set[str] = set()
     level = list(headers)
     for _ in range(_MAX_DEPTH):
@@ -67,12 +68,18 @@ def _header_names(headers, known) -> set[bytes]:
                 st = os.stat(header)
             except OSError:
                 continue
-            found, nested = _of_header(header, st.st_mtime_ns, st.st_size, known)
-            names |= found
+            *found, nested = read(header, st.st_mtime_ns, st.st_size)
+            yield found
             following.extend(nested)
         level = following
         if not level:
             break
+
+
+def _header_names(headers, known) -> set[bytes]:
+    names: set[bytes] = set()
+    for (found,) in _each_header(headers, lambda h, mtime, size: _of_header(h, mtime, size, known)):
+        names |= found
     return names
 
 
@@ -187,26 +194,10 @@ def _defs_of_header(path: str, mtime_ns: int, size: int, known: tuple) -> tuple[
 def _header_definitions(headers, known) -> tuple[set, dict]:
     macros: set[bytes] = set()
     overloads: dict[bytes, set[bytes]] = {}
-    seen: set[str] = set()
-    level = list(headers)
-    for _ in range(_MAX_DEPTH):
-        following = []
-        for header in level:
-            if header in seen:
-                continue
-            seen.add(header)
-            try:
-                st = os.stat(header)
-            except OSError:
-                continue
-            found, funcs, nested = _defs_of_header(header, st.st_mtime_ns, st.st_size, known)
-            macros |= found
-            for name, types in funcs.items():
-                overloads.setdefault(name, set()).update(types)
-            following.extend(nested)
-        level = following
-        if not level:
-            break
+    for found, funcs in _each_header(headers, lambda h, mtime, size: _defs_of_header(h, mtime, size, known)):
+        macros |= found
+        for name, types in funcs.items():
+            overloads.setdefault(name, set()).update(types)
     return macros, overloads
 
 
