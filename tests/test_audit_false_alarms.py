@@ -40,7 +40,7 @@ def _options(text: str) -> tuple[AuditOptions, ConvertOptions]:
     if "defines" in kw:
         audit["defines"] = tuple(kw["defines"].split(","))
     options = AuditOptions(**audit)
-    return options, ConvertOptions(rocm_version=tuple(options.rocm_version[:2]))
+    return options, ConvertOptions(rocm_version=tuple(options.rocm_version[:2]), defines=options.defines)
 
 
 def findings_of(path: Path, text: bytes | None = None):
@@ -173,3 +173,39 @@ def test_no_width_patch_for_a_project_shuffle_macro():
     plain = src.replace(b"#define __shfl_xor(v, d) __shfl_xor_sync(0xffffffffffffffffull, v, d)\n", b"")
     patched = [f for f in audit_source(plain, "k.cu", opts) if f.rule_id == "warp-loop-32"]
     assert [len(f.edits) for f in patched] == [1]  # HIP's own `__shfl_xor` takes the width
+
+
+VECTOR_OPERATORS = FIXTURES / "vector-operators"
+
+
+def _flagged_lines(path: Path) -> dict[int, str]:
+    return {f.line: f.severity for f in findings_of(path) if f.rule_id == "redefines-hip"}
+
+
+def test_a_complex_vector_operator_the_project_never_applies_is_only_an_info():
+    # main.cu multiplies two float2 (complex.h line 8 changes results on AMD) but divides and scales float2 values
+    # only by floats, so the complex `/` (line 25) and `*=` (line 13) are never compiled into anything.
+    path = VECTOR_OPERATORS / "complex.h"
+    lines = path.read_text().splitlines()
+    marks = [(n, kind) for n, line in enumerate(lines, 1) for kind, _ in _ANNOTATION.findall(line)]
+    assert [n for n, kind in marks] == [8, 13, 25]
+    found = _flagged_lines(path)
+    assert {n: found.get(n) for n, _ in marks} == {8: "warning", 13: "info", 25: "info"}
+
+
+def test_a_vector_operator_header_without_visible_users_keeps_its_warnings(tmp_path):
+    # Nothing in the folder includes the header: its users are elsewhere and may divide float2 by float2.
+    (tmp_path / "Makefile").write_text("all:\n\ttrue\n")
+    (tmp_path / "complex.h").write_bytes((VECTOR_OPERATORS / "complex.h").read_bytes())
+    assert _flagged_lines(tmp_path / "complex.h") == {8: "warning", 13: "warning", 25: "warning"}
+
+
+def test_operands_of_unknown_type_may_be_vectors(tmp_path):
+    # A template's `a / b` and `acc *= w` may take float2 operands: the operators stay warnings.
+    (tmp_path / "Makefile").write_text("all:\n\ttrue\n")
+    (tmp_path / "complex.h").write_bytes((VECTOR_OPERATORS / "complex.h").read_bytes())
+    (tmp_path / "ratio.cu").write_text(
+        '#include "complex.h"\n'
+        "template <typename T> __device__ T ratio(T a, T b) { return a / b; }\n"
+        "template <typename T> __device__ void scale(T &acc, const T w) { acc *= w; }\n")
+    assert _flagged_lines(tmp_path / "complex.h") == {8: "warning", 13: "warning", 25: "warning"}

@@ -17,6 +17,7 @@ that already names a HIP platform macro is the user's choice and is left alone, 
 from __future__ import annotations
 
 import bisect
+import os
 import re
 from collections import Counter
 from dataclasses import dataclass
@@ -25,6 +26,7 @@ from functools import lru_cache
 from hipport import rocm
 from hipport.convert.calls import call_args, matching_close, next_code, prev_code, split_args
 from hipport.convert.context import ConversionContext
+from hipport.convert.vector_uses import project_may_apply
 from hipport.scan import COMMENT, IDENT, KEYWORD, LITERAL, PUNCT, Tokens, lex
 
 CATEGORY = "guard"
@@ -86,13 +88,15 @@ def guard_redefinitions(ctx: ConversionContext) -> None:
             header = _declared_by_hip(ctx, d)
             if header is not None:
                 same = _component_wise(ctx, d)
+                unapplied = None if same else _unapplied(ctx, d)
                 _guard(ctx, d, GUARD_AMD, "redefines-hip",
                        f"`{d.name}({', '.join(p.decode('latin-1') for p in d.params)})` is declared by HIP "
                        f"({header}): on AMD GPUs HIP's is used and this definition is left out, behind "
                        "`#if !defined(__HIP_PLATFORM_AMD__)` " + (
                            "(yours works component by component, as HIP's does)" if same else
-                           "(check that HIP's does what yours did)"),
-                       severity="info" if same else "warning")
+                           f"(yours differs from HIP's, but no expression {unapplied}: check code added later)"
+                           if unapplied else "(check that HIP's does what yours did)"),
+                       severity="info" if same or unapplied else "warning")
                 guarded.add(d.index)
     kept: dict[tuple, list[Definition]] = {}
     named = Counter((d.scope, d.name) for d in defs)
@@ -143,6 +147,22 @@ def _component_wise(ctx: ConversionContext, d: Definition) -> bool:
     pairs = _COMPONENT_OP.findall(body)
     return bool(pairs) and all(a == c and o == op for a, o, c in pairs) \
         and {a for a, _, _ in pairs} == {b"xyzw"[k:k + 1] for k in range(int(size))}
+
+
+def _unapplied(ctx: ConversionContext, d: Definition) -> str | None:
+    """For a vector operator that differs from HIP's, where no source of the header's project applies it to two
+    vectors (tgvnn's complex `float2 / float2`, declared beside the ones it uses): the words saying so (`under
+    `src` applies `float2 / float2``); None when some expression may, or the project is out of sight."""
+    if not d.name.startswith("operator") or len(d.params) != 2 or ctx.path.startswith("<") \
+            or not os.path.isfile(ctx.path):
+        return None
+    op = d.name[len("operator"):]
+    vector = _value_type(d.params[1].decode("latin-1")).strip()
+    applied, root = project_may_apply(ctx.path, op, vector)
+    if applied:
+        return None
+    shown = os.path.relpath(root) if not os.path.relpath(root).startswith("..") else root
+    return f"under `{shown}` applies `{vector} {op} {vector}`"
 
 
 def _operators(ctx: ConversionContext) -> frozenset:
