@@ -8,7 +8,8 @@ lines labelled by hand: `must-fix` (wrong or not compiling on a 64-lane wavefron
 build) or `correct` (right as the AMD build compiles it), each with the reason. The code is not in this
 repository: each project's files are expected under SRC/<owner>+<name>/<commit>/ (SRC defaults to
 /tmp/hipport-single-source). With `--clones DIR`, missing trees are extracted from git clones found as
-DIR/<owner>+<name>/repo or DIR/<owner>+<name> (`git archive <commit> -- <folders>`).
+DIR/<owner>+<name>/repo or DIR/<owner>+<name> (`git archive <commit> -- <folders> <build>`). A project without
+`defines` gets its switches from its build files and scripts (`build`), as `hipport audit` without settings does.
 
 A line counts as flagged when the audit (default targets, ROCm 7.0, the project's switches) reports a warning or
 an error on it. A label whose snippet no longer matches its line is stale and listed.
@@ -42,7 +43,7 @@ def _extract(tree: Path, project: dict, clones: Path) -> bool:
         if git_dir.is_dir():
             tree.mkdir(parents=True, exist_ok=True)
             archive = subprocess.run(["git", "--git-dir", str(git_dir), "archive", project["commit"], "--",
-                                      *project["folders"]], capture_output=True)
+                                      *project["folders"], *project.get("build", ())], capture_output=True)
             if archive.returncode != 0:
                 continue
             subprocess.run(["tar", "-x", "-C", str(tree)], input=archive.stdout, check=True)
@@ -80,7 +81,11 @@ def main() -> int:
                 src = None
             flagged: dict[int, list[str]] = {}
             if src is not None:
-                options = AuditOptions(defines=tuple(project.get("defines", ())),
+                defines = project.get("defines")
+                if defines is None:  # as the CLI without settings: the build files' and scripts' switches
+                    from hipport.audit.build_switches import build_defines
+                    defines = build_defines(str(tree))
+                options = AuditOptions(defines=tuple(defines),
                                        include_dirs=tuple(str(tree / d) for d in project.get("include_dirs", ())))
                 for f in audit_source(src, str(path), options):
                     if f.severity in ("warning", "error"):

@@ -71,7 +71,8 @@ def _text(root: Path, rel: str, line: int, around: int = 0) -> list[str]:
 def _corpora(projects: int) -> list[tuple[str, Path, list[Path], list[str], list[str]]]:
     """(name, root, paths, defines, excluded) of each corpus: HeCBench's CUDA folders, then ``projects``
     single-source projects (their newest labelled commit each), as their AMD builds compile them (the switches and
-    the sources left out of that build, from the labels file)."""
+    the sources left out of that build, from the labels file; a project without `defines` there is audited without
+    settings, so its switches come from its build files and scripts, fetched beside its folders: `build`)."""
     out = []
     if HECBENCH.is_dir():
         out.append(("hecbench", HECBENCH, sorted(HECBENCH.glob("*-cuda")), [], []))

@@ -49,6 +49,8 @@ class Rewrite:
     source: str = ""     # where the facts come from
     differs: str = ""    # where hipport writes something else than hipify-clang, and why
     incomplete: bool = False  # the rewritten call still lacks arguments: reported as call-not-rewritten
+    # not made where the AMD build defines one of these (HIPBLAS_USE_HIP_HALF: the HIP types are CUDA's already)
+    unless_defined: tuple = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,7 +169,7 @@ def _rewrites(path, data) -> dict:
         if not isinstance(e, dict):
             raise RuleError(f"{where} must be a table")
         unknown = set(e) - {"names", "mode", "args", "ops", "rocm_min", "rocm_before", "note", "source", "differs",
-                            "incomplete", "unchanged"}
+                            "incomplete", "unchanged", "unless_defined"}
         if unknown:
             raise RuleError(f"{where} has unknown key `{sorted(unknown)[0]}`")
         names = e.get("names")
@@ -221,10 +223,14 @@ def _rewrites(path, data) -> dict:
         for k in ("note", "source", "differs"):
             if k in e and (not isinstance(e[k], str) or not e[k]):
                 raise RuleError(f"{where}: `{k}` must be a non-empty string")
+        unless = e.get("unless_defined", [])
+        if not isinstance(unless, list) or not all(isinstance(x, str) and _IDENT.match(x) for x in unless):
+            raise RuleError(f"{where}: `unless_defined` must be a list of macro names")
         rewrite = Rewrite(tuple(names), mode, args, tuple(parsed),
                           _version(path, "rocm_min", e["rocm_min"]) if "rocm_min" in e else None,
                           _version(path, "rocm_before", e["rocm_before"]) if "rocm_before" in e else None,
-                          e.get("note", ""), e.get("source", ""), e.get("differs", ""), e.get("incomplete", False))
+                          e.get("note", ""), e.get("source", ""), e.get("differs", ""), e.get("incomplete", False),
+                          tuple(unless))
         for name in names:
             out.setdefault(name, []).append(rewrite)
     return {k: tuple(v) for k, v in out.items()}

@@ -1,5 +1,7 @@
 """The project's own switches for its AMD build (`-DUSE_ROCM`, `add_compile_definitions(GGML_USE_HIP)`), read
-from its Makefiles and CMake files, for the AMD view of each audited file (`amd_view.defines_for`).
+from its Makefiles and CMake files, and from the Python scripts a PyTorch extension builds with (`setup.py`, a JIT
+loader calling `torch.utils.cpp_extension.load`: `py_switches.py`), for the AMD view of each audited file
+(`amd_view.defines_for`) and the conversion's (`ConvertOptions.defines`).
 
 Finding them walks the project, which a pre-commit hook does on every commit: in a tree of thousands of folders
 that walk would cost more than the audit of the changed file. So what a walk saw is remembered in the user cache
@@ -17,6 +19,7 @@ import re
 import time
 from pathlib import Path
 
+from hipport.audit.py_switches import python_switches
 from hipport.rules import store_pickle
 
 _BUILD_NAMES = ("Makefile", "makefile", "GNUmakefile", "CMakeLists.txt")
@@ -28,10 +31,13 @@ _D_FLAG = re.compile(rb"(?:-D[ \t]*|add_compile_definitions\([^)]*?\b|target_com
 _AMD_SWITCH = re.compile(rb"ROCM|HIP|AMD", re.I)
 _NOT_AMD = re.compile(rb"CUDA|NVIDIA|NVCC", re.I)
 _MAX_BUILD_BYTES = 1_000_000
+# Python files are many in a Python project and few of them build anything: they have a budget of their own, so
+# they never crowd the Makefiles out of the walk's.
+_PY_LIMIT = 200
 # A time this close to the walk may still change within the file system's clock tick without the time changing
 # (the "racy" entries of git's index): such a walk is not remembered.
 _RACY_SECONDS = 2.0
-_CACHE_FORMAT = 3
+_CACHE_FORMAT = 4
 
 
 def build_defines(root: str, limit: int = 200, max_dirs: int = 5000, cache_dir: str | None = None) -> tuple[str, ...]:
@@ -76,7 +82,7 @@ def _walk(root: str, limit: int, max_dirs: int) -> tuple[tuple[str, ...], list[t
     found: set[str] = set()
     mentioned: set[str] = set()
     seen: list[tuple[str, tuple]] = []
-    files_read = 0
+    files_read = py_read = 0
     for count, (folder, dirs, files) in enumerate(os.walk(root)):
         if count > max_dirs:
             break
@@ -86,11 +92,17 @@ def _walk(root: str, limit: int, max_dirs: int) -> tuple[tuple[str, ...], list[t
             seen.append((folder, _MISSING))
         dirs[:] = [d for d in dirs if not d.startswith(".") and d not in _SKIPPED_DIRS]
         for name in files:
-            if name not in _BUILD_NAMES and not name.endswith(_BUILD_SUFFIXES):
+            python = name.endswith(".py")
+            if not python and name not in _BUILD_NAMES and not name.endswith(_BUILD_SUFFIXES):
                 continue
-            files_read += 1
-            if files_read > limit:
-                return tuple(sorted(found)), seen, tuple(sorted(mentioned))
+            if python:
+                py_read += 1
+                if py_read > _PY_LIMIT:
+                    continue
+            else:
+                files_read += 1
+                if files_read > limit:
+                    return tuple(sorted(found)), seen, tuple(sorted(mentioned))
             file_path = os.path.join(folder, name)
             try:
                 with open(file_path, "rb") as fh:
@@ -101,6 +113,11 @@ def _walk(root: str, limit: int, max_dirs: int) -> tuple[tuple[str, ...], list[t
                     text = fh.read(min(st.st_size, _MAX_BUILD_BYTES) if st.st_size else _MAX_BUILD_BYTES)
             except OSError:
                 seen.append((file_path, _MISSING))
+                continue
+            if python:
+                amd, named = python_switches(text)
+                found.update(amd)
+                mentioned.update(named)
                 continue
             for m in _D_FLAG.finditer(text):
                 word = m.group(1)

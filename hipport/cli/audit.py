@@ -482,7 +482,7 @@ def audit(paths, exclude, follow_symlinks, archs, rocm, select, ignore, include_
                     for n in build_macros(d, cache_dir=walk_cache))}
     macros = _project_macros(sources, tuple(sorted(from_build)))
     options = AuditOptions(arch_list, rocm_version, selected, ignored, include_dirs=headers, defines=defines,
-                           project_macros=macros)
+                           project_macros=macros, project_dir=str(base))
     # path -> lines of the macro bodies only excluded files expand: never compiled for AMD
     out_of_build = bodies_out_of_build(options) if bodies_out_of_build is not None else {}
     if write_baseline is not None:
@@ -498,7 +498,7 @@ def audit(paths, exclude, follow_symlinks, archs, rocm, select, ignore, include_
         _make_dir(report_dir, "--output-dir" if output_dir is not None else "-o")
     rich_reports = [fmt for fmt, _ in plan if fmt != "text"]
     text_dest = next((dest for fmt, dest in plan if fmt == "text"), "none")
-    converter = _converter(rocm_version, config, rules, rule_dirs, tree)
+    converter = _converter(rocm_version, config, rules, rule_dirs, tree, defines)
     converted = []  # (source, in-memory conversion) of each audited file, for --verify
     file_reports = []
     err = sys.stderr  # not click.get_text_stream: deprecated, and Click 9 removes it
@@ -769,14 +769,15 @@ def _as_built(options):
     return lambda src, path: view(src, known, undefined, path)
 
 
-def _converter(rocm_version: tuple[int, ...], config, rules, dirs: list[Path], tree=None):
+def _converter(rocm_version: tuple[int, ...], config, rules, dirs: list[Path], tree=None, defines=()):
     """The convert engine as `hipport convert` would run it here (project config, hipify-perl, extra rules:
     ``rules()``, loaded from ``dirs``), returning an in-memory FileResult per file; nothing is written."""
     from hipport.convert.context import ConvertOptions
 
     target = (tuple(rocm_version) + (0, 0))[:2]
     convert_options = ConvertOptions(roc=config.get("roc", False), rocm_version=target,
-                                     launch_syntax=config.get("launch-syntax", "cuda"), tree=tree)
+                                     launch_syntax=config.get("launch-syntax", "cuda"), tree=tree,
+                                     defines=tuple(defines))
 
     def run(src: bytes, path: str):
         from hipport.convert.engine import convert_source

@@ -148,11 +148,19 @@ def _applies(conv: "ConversionContext", rw, name: str, nargs: int | None) -> boo
     target = conv.options.rocm_version
     if rw.rocm_min is not None and target < rw.rocm_min or rw.rocm_before is not None and target >= rw.rocm_before:
         return False
+    if rw.unless_defined and _amd_defines(conv).intersection(rw.unless_defined):
+        return False  # the call takes the arguments as they are there
     if rw.mode == "roc":
         rule = conv.rules.names.get(name)
         if rule is None or not rule.roc:
             return False  # not renamed to a ROC name: its arguments stay the CUDA ones
     return nargs is None or rw.args is None or rw.args == nargs
+
+
+def _amd_defines(conv: "ConversionContext") -> set[str]:
+    """Macros the AMD build defines for the file: the project's switches, and the file's own `#define`s."""
+    stated = {d.partition("=")[0].strip() for d in conv.options.defines if not d.startswith("!")}
+    return stated | conv.defines
 
 
 def _filled(conv: "ConversionContext", text: str) -> str:

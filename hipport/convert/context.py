@@ -36,6 +36,9 @@ class ConvertOptions:
     # What the whole tree of the run says of each file's platform (`platforms.tree_facts`: headers only the NVIDIA
     # branches include, headers compiled within a file that builds for AMD, GPU macros the tree defines), or None.
     tree: TreeFacts | None = None
+    # The project's switches for its AMD build (`NAME`, `NAME=VALUE`, `!NAME`: the audit's settings or build files),
+    # for what a library header declares under them (`HIPBLAS_USE_HIP_HALF`: `hipblasHalf` is `__half`).
+    defines: tuple = ()
 
 
 class ConversionContext:
