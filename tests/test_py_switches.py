@@ -70,6 +70,13 @@ def test_build_defines_reads_setup_py_and_a_jit_loader(tmp_path):
     (tmp_path / "pkg" / "util.py").write_text("FLAGS = ['-DUNRELATED']\n")   # builds nothing: not a build script
     assert build_defines(str(tmp_path)) == ("HIPBLAS_USE_HIP_HALF", "USE_ROCM=1")
     assert "UNRELATED" not in build_macros(str(tmp_path))
+    # a virtual environment's PyTorch lists both builds' flags (`COMMON_HIP_FLAGS`): not the project's build
+    torch_utils = tmp_path / "venv" / "lib" / "python3.12" / "site-packages" / "torch" / "utils"
+    torch_utils.mkdir(parents=True)
+    (tmp_path / "venv" / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    (torch_utils / "cpp_extension.py").write_text("COMMON_HIP_FLAGS = ['-DUSE_ROCM=1', '-DHIPBLAS_V2']\n"
+                                                  "def CUDAExtension(name, sources): pass\n")
+    assert build_defines(str(tmp_path)) == ("HIPBLAS_USE_HIP_HALF", "USE_ROCM=1")
 
 
 def test_a_changed_build_script_is_read_again(tmp_path, monkeypatch):

@@ -24,7 +24,8 @@ from hipport.rules import store_pickle
 
 _BUILD_NAMES = ("Makefile", "makefile", "GNUmakefile", "CMakeLists.txt")
 _BUILD_SUFFIXES = (".mk", ".cmake")
-_SKIPPED_DIRS = ("build", "node_modules", "third_party")
+# Installed packages are no build of the project's (PyTorch's own cpp_extension.py lists both builds' flags).
+_SKIPPED_DIRS = ("build", "node_modules", "third_party", "site-packages", "__pycache__")
 _D_FLAG = re.compile(rb"(?:-D[ \t]*|add_compile_definitions\([^)]*?\b|target_compile_definitions\([^)]*?\b)"
                      rb"([A-Za-z_]\w*)(?:=(\w+))?")
 # A switch named after the AMD stack; `-DCUDA_...`/`NVIDIA` ones are the other build's.
@@ -91,6 +92,9 @@ def _walk(root: str, limit: int, max_dirs: int) -> tuple[tuple[str, ...], list[t
         except OSError:
             seen.append((folder, _MISSING))
         dirs[:] = [d for d in dirs if not d.startswith(".") and d not in _SKIPPED_DIRS]
+        if "pyvenv.cfg" in files:  # a virtual environment: installed packages only
+            dirs[:] = []
+            continue
         for name in files:
             python = name.endswith(".py")
             if not python and name not in _BUILD_NAMES and not name.endswith(_BUILD_SUFFIXES):
