@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 
-from hipport.audit import amd_view, compat, helpers, suppressions
+from hipport.audit import amd_view, compat, helpers, suppressions, uninstantiated
 from hipport.audit.checks import (
     atomics,
     ballot,
@@ -166,6 +166,7 @@ def audit_source(src: bytes, path: str = "<stdin>", options: AuditOptions = Audi
         ctx.findings = _with_conversion(ctx, ctx.findings, converted)
     _drop_masks_compat_drops(ctx, path, options)  # the conversion's findings too (its `warp-sync-mask`)
     _drop_resolved_by_compat(ctx, path, options)
+    uninstantiated.mark(ctx, src, path, options)  # the conversion's findings too (its `warp-sync-mask`)
     # Suppressions are judged on every finding, selected or not: `--select` must not make one look unused.
     kept, sups = suppressions.apply(ctx, ctx.findings)
     kept += suppressions.report_unused(ctx, sups)

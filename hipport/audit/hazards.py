@@ -19,7 +19,8 @@ from hipport.rules import RuleError, builtin_rules_dir, load_cached
 SEVERITIES = ("info", "warning", "error")
 SEVERITY_RANK = {s: i for i, s in enumerate(SEVERITIES)}
 CONFIDENCES = ("low", "medium", "high")
-_TOP_KEYS = frozenset({"id", "severity", "summary", "note", "family", "when", "fixed_by_convert"})
+_TOP_KEYS = frozenset({"id", "severity", "summary", "note", "family", "when", "fixed_by_convert",
+                       "instantiated_only"})
 _REQUIRED = ("id", "severity", "summary", "note", "family")
 _WHEN_KEYS = frozenset({"rocm_at_least", "rocm_below", "arch_wave32", "arch_wave64", "severity"})
 _VERSION = re.compile(r"^\d+(?:\.\d+){0,2}$")
@@ -71,6 +72,11 @@ class Hazard:
     # stays); "wavefront", a rewrite of the bytes it points at for ROCm 7's wavefront width (convert/wave_width.py);
     # "guard", a guard around the definition it names (convert/sync_builtins.py, convert/redefinitions.py).
     fixed_by_convert: tuple[str, ...] = ()
+    # The hazard exists only in code the compiler instantiates: a value that goes wrong at run time, or a
+    # static_assert inside HIP's own templates (the `*_sync` masks), which clang checks where the calling template
+    # is instantiated, not where it is written (rocm7-hipcc: a 32-bit `__syncwarp` mask in a template nothing uses
+    # compiles). In a template nothing in the project names it is an info (audit/uninstantiated.py).
+    instantiated_only: bool = False
 
     def severity_for(self, rocm: tuple[int, ...], archs: tuple[str, ...]) -> str:
         """The last matching `when` entry wins; with none, the default severity."""
@@ -144,8 +150,10 @@ def _load_one(path: Path) -> Hazard:
     if not isinstance(fixed, list) or not set(fixed) <= set(FIXED_BY_CONVERT):
         raise HazardError(f"{name}: key `fixed_by_convert` must be a list of "
                           + ", ".join(f"\"{c}\"" for c in FIXED_BY_CONVERT))
+    if not isinstance(data.get("instantiated_only", False), bool):
+        raise HazardError(f"{name}: key `instantiated_only` must be true or false")
     return Hazard(data["id"], data["family"], data["severity"], data["summary"].strip(),
-                  data["note"].strip(), tuple(when), tuple(fixed))
+                  data["note"].strip(), tuple(when), tuple(fixed), data.get("instantiated_only", False))
 
 
 def _load_dir(root: Path, family: str | None = None) -> dict[str, Hazard]:

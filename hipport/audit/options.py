@@ -24,6 +24,9 @@ class AuditOptions:
     # Names some configuration of the project may define: every `-D` of its build files, every `#define` of the
     # run's files. An opt-in switch none of them names (`#ifdef PTX`) is never defined.
     project_macros: tuple[str, ...] = ()
+    # The project directory (the settings' folder, else the repository root): the top of the project a file's
+    # templates are looked up in (hipport/project_sources.py). Empty: the repository root above the file.
+    project_dir: str = ""
 
     def wants(self, rule_id: str) -> bool:
         return (not self.select or rule_id in self.select) and rule_id not in self.ignore
@@ -51,11 +54,16 @@ def quoted_includes(src: bytes, path: str, include_dirs: tuple[str, ...] = ()) -
 
 
 def dependency_key(src: bytes, path: str, include_dirs: tuple[str, ...] = (),
-                   includes: list[tuple[str, os.stat_result]] | None = None) -> bytes:
+                   includes: list[tuple[str, os.stat_result]] | None = None, project_dir: str = "") -> bytes:
     """What a file's audit depends on besides its own bytes: the headers it includes with quotes, by path, size
     and modification time, so that a cached result is not reused after one of them changed. ``includes``:
-    `quoted_includes` of the file, when known."""
+    `quoted_includes` of the file, when known. A file with templates depends on every source of its project too:
+    whether anything names a template is asked of them all (audit/uninstantiated.py)."""
     if includes is None:
         includes = quoted_includes(src, path, include_dirs)
     parts = [f"{candidate}\0{st.st_size}\0{st.st_mtime_ns}" for candidate, st in includes]
+    if b"template" in src:
+        from hipport.project_sources import stamp
+
+        parts.append(stamp(path, project_dir, include_dirs))
     return "\n".join(parts).encode("utf-8", "surrogateescape")

@@ -146,7 +146,7 @@ def _load_one(source, options: AuditOptions, cache: ResultCache | None):
         return str(exc)
     includes = quoted_includes(src, str(source.path), options.include_dirs)
     key = os.fsencode(str(source.path)) + b"\0" + src + b"\0" + dependency_key(
-        src, str(source.path), options.include_dirs, includes)
+        src, str(source.path), options.include_dirs, includes, options.project_dir)
     return src, key, cache.get(key) if cache is not None else None, includes
 
 
