@@ -40,14 +40,73 @@ class ProjectIndex:
     words: Counter = field(default_factory=Counter)
     class_instances: set[bytes] = field(default_factory=set)
     compiled: set[str] = field(default_factory=set)   # normalised paths of units and the headers they reach
+    # The files each name occurs in, up to _FILES_KEPT (a longer list is cut to _FILES_KEPT + 1 entries).
+    files: dict[bytes, list[str]] = field(default_factory=dict)
+    _heads: dict[tuple[bytes, str], int] = field(default_factory=dict)
 
     def mentions(self, name: bytes) -> int:
         """How often ``name`` occurs in the project's code (strings included, comments not)."""
         return self.words[name]
 
+    def definitions_elsewhere(self, name: bytes, path: str) -> int:
+        """How many of ``name``'s mentions in files other than ``path`` are the name of a function definition
+        (`T name(...) {`: a definition, not a use; DeepSpeed's XPU copy of `reduce_block_into_lanes`). Whatever
+        else the name does there (a call, a declaration, a body's recursion) stays a use. 0 when the name is in
+        too many files to read them."""
+        files = self.files.get(name, ())
+        if len(files) > _FILES_KEPT:
+            return 0
+        me = _norm(path)
+        total = 0
+        for f in files:
+            if _norm(f) != me:
+                if (name, f) not in self._heads:
+                    self._heads[name, f] = _definition_heads(f, name)
+                total += self._heads[name, f]
+        return total
+
     def compiles(self, path: str) -> bool:
         """``path`` is a translation unit of the project or a header one of them includes, directly or not."""
         return _norm(path) in self.compiled
+
+
+_FILES_KEPT = 8
+_BLANKED = re.compile(rb'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'', re.S)
+_AFTER_PARAMS = re.compile(rb"(?:\s|\bconst\b|\bvolatile\b|\bnoexcept\b|\boverride\b|\bfinal\b|&)*\{")
+
+
+def _definition_heads(path: str, name: bytes) -> int:
+    """Mentions of ``name`` in ``path`` (comments and strings left out) that name a function being defined: not
+    after `.` or `->`, followed by a parameter list and, past qualifiers, the body's `{`."""
+    try:
+        with open(path, "rb") as fh:
+            code = _BLANKED.sub(b" ", fh.read(MAX_BYTES))
+    except OSError:
+        return 0
+    heads = 0
+    for m in re.finditer(rb"\b" + re.escape(name) + rb"\b", code):
+        b = m.start() - 1
+        while b >= 0 and code[b:b + 1].isspace():
+            b -= 1
+        if code[b:b + 1] == b"." or code[max(b - 1, 0):b + 1] == b"->":
+            continue
+        k = m.end()
+        while k < len(code) and code[k:k + 1].isspace():
+            k += 1
+        if code[k:k + 1] != b"(":
+            continue
+        depth = 0
+        for j in range(k, len(code)):
+            c = code[j:j + 1]
+            depth += c == b"("
+            depth -= c == b")"
+            if depth == 0:
+                break
+        else:
+            continue
+        if _AFTER_PARAMS.match(code, j + 1):
+            heads += 1
+    return heads
 
 
 def _norm(path: str) -> str:
@@ -216,7 +275,12 @@ def _read_project(root: str, others: list[str], include_dirs: tuple[str, ...]) -
         includes[full] = _INCLUDE.findall(text)
         by_name.setdefault(os.path.basename(full), []).append(full)
         code = _COMMENT_OR_STRING.sub(lambda m: m.group(1) or b" ", text)
-        index.words.update(_WORD.findall(code))
+        words = _WORD.findall(code)
+        index.words.update(words)
+        for word in set(words):
+            kept = index.files.setdefault(word, [])
+            if len(kept) <= _FILES_KEPT:
+                kept.append(full)
         index.class_instances.update(_CLASS_INSTANCE.findall(code))
         for target in includes[full]:  # a header the build reaches outside the programs compiles with them
             found = _resolve_outside(full, target.decode("utf-8", "replace"), search, (root, *others))

@@ -69,6 +69,9 @@ def test_a_header_no_translation_unit_includes_keeps_its_warnings(tmp_path):
     ("template __device__ float warp_max<float>(float);\n", {(16, "warp-loop-32")}),  # explicit instantiation
     ("template struct Exchange<int>;\n", {(41, "lane-math-32"), (42, "warp-mask-32bit")}),  # every member
     ("#define SCATTER(e, v) (e).scatter(v)\n", {(41, "lane-math-32"), (42, "warp-mask-32bit")}),  # a macro body
+    ("__device__ float warp_max(float v, int) { return warp_max<float>(v); }\n",  # a plain function's call
+     {(16, "warp-loop-32")}),
+    ("template <typename T>\n__device__ T warp_max(T v, T w) {\n  return v > w ? v : w;\n}\n", set()),  # a copy
 ])
 def test_any_other_mention_counts_as_a_use(tmp_path, use, kept):
     header = _copy(tmp_path, "main.cu")

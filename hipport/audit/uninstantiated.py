@@ -40,8 +40,8 @@ def mark(ctx: Context, src: bytes, path: str, options) -> None:
     for k, fn in holders.items():
         if fn.name_index not in unused:
             name = ctx.text[fn.name_index]
-            unused[fn.name_index] = (index.mentions(name) <= _mentions_in_definitions(ctx, name)
-                                     and not _class_instantiated(ctx, fn, index))
+            accounted = _mentions_in_definitions(ctx, name) + index.definitions_elsewhere(name, path)
+            unused[fn.name_index] = index.mentions(name) <= accounted and not _class_instantiated(ctx, fn, index)
         if unused[fn.name_index]:
             f = ctx.findings[k]
             ctx.findings[k] = dataclasses.replace(
@@ -130,10 +130,17 @@ def _class_instantiated(ctx: Context, fn: Function, index) -> bool:
 
 
 def _mentions_in_definitions(ctx: Context, name: bytes) -> int:
-    """Tokens spelled ``name`` inside this file's definitions of device functions of that name, from the name to
-    the closing brace (recursive calls, overloads calling each other)."""
-    spans = [(fn.name_index, fn.body[1]) for fn in ctx.functions if ctx.text[fn.name_index] == name]
-    return sum(1 for k in ctx.positions(name) if any(a <= k <= b for a, b in spans))
+    """Tokens spelled ``name`` that this file's definitions of device functions of that name account for: in a
+    template's, from the name to the closing brace (recursion, overloads calling each other, all uninstantiated
+    alike); in a plain function's, its name only, as its body is compiled and what it calls is used."""
+    spans, heads = [], set()
+    for fn in ctx.functions:
+        if ctx.text[fn.name_index] == name:
+            heads.add(fn.name_index)
+            classes = _enclosing_heads(ctx, fn)
+            if fn.template_params or (classes and any(_is_template_head(ctx, h) for h in classes)):
+                spans.append((fn.name_index, fn.body[1]))
+    return sum(1 for k in ctx.positions(name) if k in heads or any(a <= k <= b for a, b in spans))
 
 
 def _as_on_disk(path: str, src: bytes) -> bool:
