@@ -26,7 +26,7 @@ from functools import lru_cache
 from hipport import rocm
 from hipport.convert.calls import call_args, matching_close, next_code, prev_code, split_args
 from hipport.convert.context import ConversionContext
-from hipport.convert.vector_uses import project_may_apply
+from hipport.convert.vector_uses import VECTOR_TYPES, project_may_apply
 from hipport.scan import COMMENT, IDENT, KEYWORD, LITERAL, PUNCT, Tokens, lex
 
 CATEGORY = "guard"
@@ -40,10 +40,6 @@ _DROPPED = {b"__restrict__", b"__restrict", b"restrict", b"register"}
 _WORD = (IDENT, KEYWORD, LITERAL)
 _OPENERS = {b"if", b"ifdef", b"ifndef"}
 COMPOUND_OPERATORS = {b"+=", b"-=", b"*=", b"/="}
-# HIP's vector types (HIP_vector_type<T, n>): a free `operator+=(float4&, float4)` of the user's is as good a match
-# as HIP_vector_type's own non-template member, so `a += b` is ambiguous.
-VECTOR_TYPES = frozenset(f"{t}{n}" for t in ("char", "uchar", "short", "ushort", "int", "uint", "long", "ulong",
-                                             "longlong", "ulonglong", "float", "double") for n in (1, 2, 3, 4))
 _BLANK = re.compile(rb"\s*")
 _BRACE = re.compile(rb"[{}]")
 _BRANCHES = {b"elif", b"else", b"elifdef", b"elifndef"}

@@ -15,12 +15,19 @@ macro's parameter, a name declared nowhere) may be the vector.
 
 from __future__ import annotations
 
+import bisect
 import os
 import re
 from collections import defaultdict
 
+from hipport.convert.calls import matching_close
+from hipport.project_sources import project_root
 from hipport.scan import COMMENT, IDENT, KEYWORD, LITERAL, PUNCT, Tokens, lex
 
+# HIP's vector types (HIP_vector_type<T, n>): a free `operator+=(float4&, float4)` of the user's is as good a match
+# as HIP_vector_type's own non-template member, so `a += b` is ambiguous.
+VECTOR_TYPES = frozenset(f"{t}{n}" for t in ("char", "uchar", "short", "ushort", "int", "uint", "long", "ulong",
+                                             "longlong", "ulonglong", "float", "double") for n in (1, 2, 3, 4))
 # Types that are never a HIP vector type, whatever the project's typedefs (those names are the standard's or HIP's).
 SCALAR_TYPES = frozenset({
     b"bool", b"char", b"short", b"int", b"long", b"float", b"double", b"unsigned", b"signed", b"void",
@@ -244,7 +251,6 @@ def _other_type(t: bytes, vector: bytes) -> bool:
 
 
 def _is_vector_type(t: bytes) -> bool:
-    from hipport.convert.redefinitions import VECTOR_TYPES
     return t.decode("latin-1") in VECTOR_TYPES
 
 
@@ -367,7 +373,6 @@ def _operand_end(tokens: Tokens, k: int, last: int) -> int:
 
 
 def _inside(spans: list[tuple[int, int]], offset: int) -> bool:
-    import bisect
     at = bisect.bisect_right(spans, (offset, 1 << 62)) - 1
     return at >= 0 and spans[at][0] <= offset < spans[at][1]
 
@@ -386,7 +391,6 @@ def _prev(tokens: Tokens, k: int) -> int:
 
 
 def _close(tokens: Tokens, k: int) -> int:
-    from hipport.convert.calls import matching_close
     close = matching_close(tokens, k)
     return close if close is not None else len(tokens) - 1
 
@@ -410,32 +414,16 @@ def _open(tokens: Tokens, k: int) -> int:
 
 # -- the project around a header ------------------------------------------------------------------------------------
 
-_BUILD_FILES = ("Makefile", "makefile", "GNUmakefile", "CMakeLists.txt", "setup.py", "pyproject.toml", "meson.build",
-                "configure", ".git")
 _SOURCE_SUFFIXES = (".cu", ".cuh", ".h", ".hpp", ".hh", ".hxx", ".cpp", ".cc", ".cxx", ".c", ".inl", ".hip")
 _MAX_FILES = 2000
 _MAX_BYTES = 4_000_000
 _PROJECTS: dict[tuple[str, int], tuple[list[tuple[str, bytes]] | None, dict]] = {}  # (root, its mtime) -> texts, answers
 
 
-def project_root(path: str) -> str:
-    """The folder of the build around ``path``: the nearest of its folder and three above it holding a build file
-    (Makefile, CMakeLists.txt, setup.py, ...) or `.git`; its own folder when none does."""
-    here = os.path.dirname(os.path.abspath(path))
-    folder = here
-    for _ in range(4):
-        if any(os.path.exists(os.path.join(folder, name)) for name in _BUILD_FILES):
-            return folder
-        parent = os.path.dirname(folder)
-        if parent == folder:
-            break
-        folder = parent
-    return here
-
-
 def project_may_apply(path: str, op: str, vector: str) -> tuple[bool, str]:
     """(whether some source of the project around header ``path`` may apply ``op`` to two ``vector`` values, the
-    project's folder). True when no other source includes the header: its users are out of sight."""
+    project's folder, `project_sources.project_root`). True when no other source includes the header: its users
+    are out of sight."""
     root = project_root(path)
     try:
         key = (root, os.stat(root).st_mtime_ns)
