@@ -204,6 +204,8 @@ def check_tokens(before: bytes, after: bytes) -> None:
 @given(source)
 @example(b'#include <cuda_runtime.h> // first\n#include <cuda.h> // caf\xe9\n__global__ void k() {}\n')
 @example(b'#include "cuda_runtime.h"\n#include "cuda_runtime.h" /* twice */\nvoid f() { cudaFree(0); }\n')
+# Found by this property: the right side of `->*` is an expression (a pointer to member), not a member's name.
+@example(b'// R"xy(\ncudaMalloc)xy" "->* cudaFree"')
 def test_convert_never_raises_is_idempotent_and_changes_only_what_rules_allow(src):
     options = ConvertOptions()
     try:

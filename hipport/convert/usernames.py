@@ -78,7 +78,7 @@ _TYPE_KEYWORDS = {b"int", b"float", b"double", b"char", b"bool", b"auto", b"unsi
 _DECL_AFTER = {b"(", b";", b"=", b"[", b",", b"{", b":", b")"}
 _VARIABLE_AFTER = {b";", b"=", b",", b"[", b"{", b":"}
 _POINTER = {b"*", b"&", b"&&", b">"}
-_MEMBER = {b".", b"->", b".*", b"->*"}
+_MEMBER = {b".", b"->"}  # not `.*`/`->*`: their right side is an expression (a pointer to member), looked up as any name
 _CLASS_KEYS = {b"struct", b"class", b"union"}
 _CONTROL = {b"if", b"for", b"while", b"switch", b"catch", b"sizeof", b"decltype", b"alignof", b"return",
             b"__attribute__", b"alignas", b"noexcept", b"throw", b"static_assert", b"typeid", b"__declspec"}
