@@ -40,6 +40,8 @@ class ProjectIndex:
     words: Counter = field(default_factory=Counter)
     class_instances: set[bytes] = field(default_factory=set)
     compiled: set[str] = field(default_factory=set)   # normalised paths of units and the headers they reach
+    paths: list[str] = field(default_factory=list)     # every source read: the project's and those its build reaches
+    memo: dict = field(default_factory=dict)  # what other modules derive from these sources: stale with the index
     # The files each name occurs in, up to _FILES_KEPT (a longer list is cut to _FILES_KEPT + 1 entries).
     files: dict[bytes, list[str]] = field(default_factory=dict)
     _heads: dict[tuple[bytes, str], int] = field(default_factory=dict)
@@ -296,6 +298,7 @@ def _read_project(root: str, others: list[str], include_dirs: tuple[str, ...]) -
                     seen.add(found)
                     reached.append(found)
     index.compiled = {_norm(f) for f in seen}
+    index.paths = sorted(f for f in includes if os.path.isfile(f))
     return index
 
 

@@ -20,8 +20,8 @@ import os
 import re
 from collections import defaultdict
 
+from hipport import project_sources
 from hipport.convert.calls import matching_close
-from hipport.project_sources import project_root
 from hipport.scan import COMMENT, IDENT, KEYWORD, LITERAL, PUNCT, Tokens, lex
 
 # HIP's vector types (HIP_vector_type<T, n>): a free `operator+=(float4&, float4)` of the user's is as good a match
@@ -414,56 +414,28 @@ def _open(tokens: Tokens, k: int) -> int:
 
 # -- the project around a header ------------------------------------------------------------------------------------
 
-_SOURCE_SUFFIXES = (".cu", ".cuh", ".h", ".hpp", ".hh", ".hxx", ".cpp", ".cc", ".cxx", ".c", ".inl", ".hip")
-_MAX_FILES = 2000
-_MAX_BYTES = 4_000_000
-_PROJECTS: dict[tuple[str, int], tuple[list[tuple[str, bytes]] | None, dict]] = {}  # (root, its mtime) -> texts, answers
-
-
 def project_may_apply(path: str, op: str, vector: str) -> tuple[bool, str]:
     """(whether some source of the project around header ``path`` may apply ``op`` to two ``vector`` values, the
-    project's folder, `project_sources.project_root`). True when no other source includes the header: its users
-    are out of sight."""
-    root = project_root(path)
-    try:
-        key = (root, os.stat(root).st_mtime_ns)
-    except OSError:
-        return True, root
-    known = _PROJECTS.get(key)
-    if known is None:
-        known = _PROJECTS[key] = (_texts(root), {})
-    texts, answers = known
-    if texts is None:
-        return True, root  # more than can be read: some user may be among the rest
-    me = os.path.abspath(path)
-    name = re.escape(os.path.basename(path).encode())
-    included = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*["<](?:[^">\n]*/)?' + name + rb'[">]', re.M)
-    if not any(p != me and included.search(text) for p, text in texts):
-        return True, root
+    project's folder), over what `project_sources` reads of the project (its sources and those its build reaches
+    through `-I`). True when the project cannot be read whole, or no unit of it compiles the header: its users are
+    then out of sight."""
+    index = project_sources.index_for(path)
+    if index is None:
+        return True, os.path.dirname(os.path.abspath(path))
+    if not index.compiles(path):
+        return True, index.root
+    answers = index.memo.setdefault("vector_uses", {})  # (op, vector) -> answer, and the lexed "sources"
     question = (op, vector)
     if question not in answers:
         if "sources" not in answers:
-            answers["sources"] = Sources([text for _, text in texts])
+            answers["sources"] = Sources([_read(p) for p in index.paths])
         answers[question] = answers["sources"].may_apply(op.encode(), vector.encode())
-    return answers[question], root
+    return answers[question], index.root
 
 
-def _texts(root: str) -> list[tuple[str, bytes]] | None:
-    """The sources under ``root``; None when there are more, or larger ones, than are read."""
-    out: list[tuple[str, bytes]] = []
-    for folder, dirs, files in os.walk(root):
-        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in ("build", "node_modules"))
-        for f in sorted(files):
-            if not f.endswith(_SOURCE_SUFFIXES):
-                continue
-            if len(out) == _MAX_FILES:
-                return None
-            try:
-                with open(os.path.join(folder, f), "rb") as fh:
-                    text = fh.read(_MAX_BYTES + 1)
-            except OSError:
-                continue
-            if len(text) > _MAX_BYTES:
-                return None
-            out.append((os.path.abspath(os.path.join(folder, f)), text))
-    return out
+def _read(path: str) -> bytes:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read()
+    except OSError:
+        return b""
