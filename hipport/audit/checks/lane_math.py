@@ -22,6 +22,7 @@ from hipport.audit.checks.common import (
     thread_derived,
     wave_conditional_lines,
 )
+from hipport import project_sources
 from hipport.audit.checks import host_flow
 from hipport.audit.checks.lane_uses import LaneUses
 from hipport.audit.checks.reductions import Reductions, group_lanes, uses_warp_ops
@@ -356,35 +357,17 @@ def _macro_users(ctx: Context, i: int) -> list:
     return [ctx.function_at(k) for k in ctx.positions(name) if not ctx.in_directive[k]]
 
 
-_SOURCES = (".cu", ".cuh", ".h", ".hpp", ".hh", ".hxx", ".cpp", ".cc", ".cxx", ".hip", ".inl", ".c", ".py")
-_FOLDER_TEXTS: dict[tuple[str, int], list[tuple[str, bytes]]] = {}  # (folder, its mtime) -> sources
-
-
 def _unused_macro(ctx: Context, name: bytes | None) -> bool:
-    """No token of this file but its `#define` names macro ``name``, and no source under this file's folder
-    mentions it: a definition nothing compiles with (exllamav2's `GPTQ_MAX_GROUPS_IN_BLOCK`). A header's macro
-    used by a file beside it is that file's to judge, so then it is not unused."""
+    """No token of this file but its `#define` names macro ``name``, and no other source of the project (what
+    `project_sources` reads: the outermost folder with a build file, and what its build reaches) mentions it: a
+    definition nothing compiles with (exllamav2's `GPTQ_MAX_GROUPS_IN_BLOCK`). Unknown (a project too large to
+    read) is not unused."""
     if name is None or any(not ctx.in_directive[k] for k in ctx.positions(name)) or len(ctx.positions(name)) > 1:
         return False
     if ctx.path.startswith("<") or not os.path.isfile(ctx.path):
         return False
-    folder = os.path.dirname(os.path.abspath(ctx.path))
-    key = (folder, os.stat(folder).st_mtime_ns)
-    texts = _FOLDER_TEXTS.get(key)
-    if texts is None:
-        texts = []
-        for root, _dirs, files in os.walk(folder):
-            for f in sorted(files):
-                if f.endswith(_SOURCES) and len(texts) < 2000:
-                    try:
-                        with open(os.path.join(root, f), "rb") as fh:
-                            texts.append((os.path.join(root, f), fh.read(4_000_000)))
-                    except OSError:
-                        continue
-        _FOLDER_TEXTS[key] = texts
-    word = re.compile(rb"\b" + re.escape(name) + rb"\b")
-    me = os.path.abspath(ctx.path)
-    return not any(path != me and word.search(text) for path, text in texts)
+    index = project_sources.index_for(ctx.path)
+    return index is not None and index.mentions(name) <= 1
 
 
 def _macro_holding(ctx: Context, i: int) -> bytes | None:
