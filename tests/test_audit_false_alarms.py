@@ -209,3 +209,36 @@ def test_operands_of_unknown_type_may_be_vectors(tmp_path):
         "template <typename T> __device__ T ratio(T a, T b) { return a / b; }\n"
         "template <typename T> __device__ void scale(T &acc, const T w) { acc *= w; }\n")
     assert _flagged_lines(tmp_path / "complex.h") == {8: "warning", 13: "warning", 25: "warning"}
+
+
+def test_a_macro_used_by_a_source_in_a_sibling_folder_is_not_unused(tmp_path):
+    # The header sits in include/, its user in src/, the build file at the project directory's top: the project
+    # is the top folder, so the warp count the kernel sizes and walks its partial sums with is reported (on 64
+    # lanes only 4 of its 8 entries are written); with no user anywhere it is an info.
+    from hipport import project_sources
+
+    def flagged() -> set[int]:
+        project_sources.forget()
+        options = AuditOptions(rocm_version=(7, 2, 0), project_dir=str(tmp_path))
+        src = header.read_bytes()
+        converted = convert_source(src, load_rules([]), ConvertOptions(rocm_version=(7, 2)), str(header))
+        return {f.line for f in audit_source(src, str(header), options, converted)
+                if f.rule_id == "lane-math-32" and f.severity in FLAGGED}
+
+    (tmp_path / "Makefile").write_text("all:\n\thipcc -Iinclude src/k.cu\n")
+    (tmp_path / "include").mkdir()
+    (tmp_path / "src").mkdir()
+    header = tmp_path / "include" / "sizes.h"
+    header.write_text("#define BLOCK_THREADS 256\n#define GROUPS (BLOCK_THREADS / 32)\n")
+    assert flagged() == set()
+    (tmp_path / "src" / "k.cu").write_text(
+        '#include "sizes.h"\n'
+        "__global__ void k(float *out) {\n"
+        "    __shared__ float part[GROUPS];\n"
+        "    float v = out[threadIdx.x];\n"
+        "    for (int o = warpSize / 2; o > 0; o /= 2) v += __shfl_down(v, o);\n"
+        "    if (threadIdx.x % warpSize == 0) part[threadIdx.x / warpSize] = v;\n"
+        "    __syncthreads();\n"
+        "    if (threadIdx.x == 0) { float s = 0.f; for (int w = 0; w < GROUPS; ++w) s += part[w]; out[0] = s; }\n"
+        "}\n")
+    assert flagged() == {2}

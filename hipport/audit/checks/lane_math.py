@@ -109,8 +109,8 @@ def check(ctx: Context) -> None:
         users = _macro_users(ctx, i) if in_macro else [fn]
         if in_macro and not users and _unused_macro(ctx, _macro_holding(ctx, i)):
             name = _macro_holding(ctx, i).decode("latin-1")
-            ctx.report(RULE, op, f"`{name}` divides by 32 but nothing uses it, in this file or in the sources under "
-                       f"its folder", confidence="medium",
+            ctx.report(RULE, op, f"`{name}` divides by 32 but nothing uses it, in this file or in the other sources "
+                       f"of its project", confidence="medium",
                        subject=ctx.text[op].decode() + " " + ctx.text[i].decode(), severity="info")
             continue
         warp_fed = any(f is not None and f.body[0] in warp_fns for f in users)
@@ -359,14 +359,16 @@ def _macro_users(ctx: Context, i: int) -> list:
 
 def _unused_macro(ctx: Context, name: bytes | None) -> bool:
     """No token of this file but its `#define` names macro ``name``, and no other source of the project (what
-    `project_sources` reads: the outermost folder with a build file, and what its build reaches) mentions it: a
+    `project_sources` reads: the outermost folder with a build file up to the project directory, and what its
+    build reaches) mentions it: a
     definition nothing compiles with (exllamav2's `GPTQ_MAX_GROUPS_IN_BLOCK`). Unknown (a project too large to
     read) is not unused."""
     if name is None or any(not ctx.in_directive[k] for k in ctx.positions(name)) or len(ctx.positions(name)) > 1:
         return False
     if ctx.path.startswith("<") or not os.path.isfile(ctx.path):
         return False
-    index = project_sources.index_for(ctx.path)
+    index = project_sources.index_for(ctx.path, getattr(ctx.options, "project_dir", ""),
+                                      tuple(getattr(ctx.options, "include_dirs", ())))
     return index is not None and index.mentions(name) <= 1
 
 
