@@ -388,7 +388,9 @@ def _hip_lacks(first: str) -> str:
     m = _NO_HEADER.search(first)
     if m and any((root.parent / m.group(1)).is_file() for root in HIP_HEADERS):
         return f"`<{m.group(1)}>` (HIP has it, HIP-CPU does not)"
-    if str(HIP_CPU) in first.split(": error")[0]:
+    where = first.split(": error")[0]
+    # The cache is shared by checkouts that reach HIP-CPU by other paths (a worktree's ../shared, a symlink).
+    if any(p in where for p in (str(HIP_CPU), str(HIP_CPU.resolve()), "/hip-cpu/include/", "/hip-cpu/src/")):
         return "HIP-CPU's own headers reject the code"
     if "hip::detail::" in first:
         return "HIP-CPU's own types (a vector's `.x` is an accessor object, not a `float`)"
