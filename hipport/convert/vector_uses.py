@@ -97,8 +97,10 @@ class Sources:
     def may_apply(self, op: bytes, vector: bytes) -> bool:
         """Whether some expression may apply ``op`` (`/`, `*=`) to two values of type ``vector``: the operators of
         HIP_vector_type that a header may redefine, compound assignments and the multiplicative `*` and `/`."""
+        first = re.compile(re.escape(op[:1]))
         for tokens, skipped in self.files:
-            for k in range(len(tokens)):
+            for m in first.finditer(tokens.first_bytes()):  # a token's index is its first byte's position there
+                k = m.start()
                 if tokens.kinds[k] != PUNCT or tokens.text(k) != op or _inside(skipped, tokens.starts[k]):
                     continue
                 before = _prev(tokens, k - 1)
@@ -414,6 +416,8 @@ def _open(tokens: Tokens, k: int) -> int:
 
 # -- the project around a header ------------------------------------------------------------------------------------
 
+MAX_BYTES = 16_000_000  # the project's sources lexed to answer one operator's question: about 8 s of lexing
+
 def project_may_apply(path: str, op: str, vector: str) -> tuple[bool, str]:
     """(whether some source of the project around header ``path`` may apply ``op`` to two ``vector`` values, the
     project's folder), over what `project_sources` reads of the project (its sources and those its build reaches
@@ -424,6 +428,8 @@ def project_may_apply(path: str, op: str, vector: str) -> tuple[bool, str]:
         return True, os.path.dirname(os.path.abspath(path))
     if not index.compiles(path):
         return True, index.root
+    if sum(_size(p) for p in index.paths) > MAX_BYTES:
+        return True, index.root  # more than is worth lexing for one finding: its users stay unread
     answers = index.memo.setdefault("vector_uses", {})  # (op, vector) -> answer, and the lexed "sources"
     question = (op, vector)
     if question not in answers:
@@ -431,6 +437,13 @@ def project_may_apply(path: str, op: str, vector: str) -> tuple[bool, str]:
             answers["sources"] = Sources([_read(p) for p in index.paths])
         answers[question] = answers["sources"].may_apply(op.encode(), vector.encode())
     return answers[question], index.root
+
+
+def _size(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
 
 
 def _read(path: str) -> bytes:
