@@ -155,11 +155,19 @@ def _upwards(folder: str):
 
 
 _INDEXES: dict[tuple, ProjectIndex | None] = {}
+_ASKED: set[str] = set()  # the files whose project something asked about in this process
+
+
+def asked(path: str) -> bool:
+    """Whether something asked about ``path``'s project in this process (`index_for`): what was found for
+    ``path`` then depends on the project's other sources, and a cached result must carry the project's `stamp`."""
+    return _norm(path) in _ASKED
 
 
 def index_for(path: str, top: str = "", include_dirs: tuple[str, ...] = ()) -> ProjectIndex | None:
     """The index of the project holding ``path`` (read once per process and root), or None when its tree is too
     large to read or cannot be listed, or a file outside any program includes one of it."""
+    _ASKED.add(_norm(path))
     top = _effective_top(path, top)
     root = project_root(path, top)
     try:
@@ -378,5 +386,6 @@ def stamp(path: str, top: str = "", include_dirs: tuple[str, ...] = ()) -> str:
 def forget() -> None:
     """Drop what this process read: the next question reads the project again (a long-lived caller's new run)."""
     _INDEXES.clear()
+    _ASKED.clear()
     _STAMPS.clear()
     _TREES.clear()

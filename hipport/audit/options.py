@@ -54,16 +54,14 @@ def quoted_includes(src: bytes, path: str, include_dirs: tuple[str, ...] = ()) -
 
 
 def dependency_key(src: bytes, path: str, include_dirs: tuple[str, ...] = (),
-                   includes: list[tuple[str, os.stat_result]] | None = None, project_dir: str = "") -> bytes:
+                   includes: list[tuple[str, os.stat_result]] | None = None) -> bytes:
     """What a file's audit depends on besides its own bytes: the headers it includes with quotes, by path, size
     and modification time, so that a cached result is not reused after one of them changed. ``includes``:
-    `quoted_includes` of the file, when known. A file with templates depends on every source of its project too:
-    whether anything names a template is asked of them all (audit/uninstantiated.py)."""
+    `quoted_includes` of the file, when known. An audit that asked about the whole project (a template nothing
+    names, an operator nothing applies) depends on every source of it too: the result cache keeps the project's
+    `stamp` with such a result and checks it on reuse (cli/audit.py), so that a file whose audit asked nothing
+    costs no walk of the project."""
     if includes is None:
         includes = quoted_includes(src, path, include_dirs)
     parts = [f"{candidate}\0{st.st_size}\0{st.st_mtime_ns}" for candidate, st in includes]
-    if b"template" in src:
-        from hipport.project_sources import stamp
-
-        parts.append(stamp(path, project_dir, include_dirs))
     return "\n".join(parts).encode("utf-8", "surrogateescape")

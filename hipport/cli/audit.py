@@ -146,8 +146,19 @@ def _load_one(source, options: AuditOptions, cache: ResultCache | None):
         return str(exc)
     includes = quoted_includes(src, str(source.path), options.include_dirs)
     key = os.fsencode(str(source.path)) + b"\0" + src + b"\0" + dependency_key(
-        src, str(source.path), options.include_dirs, includes, options.project_dir)
-    return src, key, cache.get(key) if cache is not None else None, includes
+        src, str(source.path), options.include_dirs, includes)
+    return src, key, _still_current(cache.get(key), str(source.path), options) if cache is not None else None, \
+        includes
+
+
+def _still_current(cached, path: str, options: AuditOptions):
+    """The findings of a cache entry, or None when they were found by asking about the whole project (stored as
+    `("project", stamp, findings)`) and a source of the project changed since."""
+    if isinstance(cached, tuple) and len(cached) == 3 and cached[0] == "project":
+        from hipport.project_sources import stamp
+
+        return cached[2] if cached[1] == stamp(path, options.project_dir, options.include_dirs) else None
+    return cached
 
 
 @contextlib.contextmanager
@@ -187,7 +198,10 @@ def _audit_one(source, options: AuditOptions, cache: ResultCache | None, convert
             except LexError as exc:
                 return source, src, [], f"{show(path)}: {exc}", None
         if cache is not None:
-            cache.put(key, findings)
+            from hipport import project_sources
+
+            cache.put(key, ("project", project_sources.stamp(path, options.project_dir, options.include_dirs),
+                            findings) if project_sources.asked(path) else findings)
     return source, src, findings, None, conversion
 
 
